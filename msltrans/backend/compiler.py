@@ -1,0 +1,119 @@
+"""`MetalBackend`: the Triton compiler plugin — source → TTIR → TTGIR → MSL.
+
+Triton imports this module through the `triton.backends` entry point and requires exactly
+one concrete `BaseBackend` subclass in its namespace: import other classes by module only.
+The pass lists live in `msltrans.ir.pipeline`; the MSL stage calls `msltrans.lower`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from triton import knobs
+from triton.backends.compiler import BaseBackend, GPUTarget, Language
+
+from msltrans.backend import options as _options
+from msltrans.backend.source_hash import source_hash
+from msltrans.errors import MetalNonRecoverableError
+
+
+def min_dot_size(target: GPUTarget) -> Callable[[Any, Any], tuple[int, int, int]]:
+    # The lowering computes tl.dot as an fma chain over k (any shape) and only switches to
+    # 8x8 simdgroup matrices when the shapes allow it, so no lower bound is needed here.
+    def check(lhs_type: Any, rhs_type: Any) -> tuple[int, int, int]:
+        return (1, 1, 1)
+
+    return check
+
+
+def _param_dicts(program: Any) -> list[dict[str, Any]]:
+    """The program's parameter table as JSON-serialisable dicts (it reaches the launcher)."""
+    out = []
+    for p in program.params:
+        out.append({
+            "name": p.name, "kind": p.kind, "triton_type": p.triton_type,
+            "buffer_index": p.buffer_index, "arg_cast": getattr(p, "arg_cast", None),
+        })
+    return out
+
+
+def lower_ttgir(mod: Any, opt: Any = None) -> Any:
+    """Live TTGIR module → `MslProgram` (the transpiler core: msltrans.ir + msltrans.lower)."""
+    from msltrans.ir import read_module
+    from msltrans.lower import lower_module
+
+    kwargs = {}
+    # enable_fp_fusion decides whether a*b+c becomes fma(); pass it once the lowering takes it.
+    if opt is not None and "enable_fp_fusion" in inspect.signature(lower_module).parameters:
+        kwargs["enable_fp_fusion"] = opt.enable_fp_fusion
+    return lower_module(read_module(mod), **kwargs)
+
+
+def make_msl(mod: Any, metadata: dict[str, Any], opt: Any) -> str:
+    program = lower_ttgir(mod, opt)
+    if program.threads_per_group != opt.num_warps * opt.warp_size:
+        raise MetalNonRecoverableError(
+            f"lowering produced {program.threads_per_group} threads per threadgroup for "
+            f"num_warps={opt.num_warps}; expected {opt.num_warps * opt.warp_size}")
+    metadata["name"] = program.kernel_name
+    metadata["shared"] = int(program.shared_bytes)
+    metadata["num_warps"] = int(program.num_warps)
+    metadata["threads_per_group"] = int(program.threads_per_group)
+    metadata["params"] = _param_dicts(program)
+    return program.source
+
+
+class MetalBackend(BaseBackend):
+    # Triton's native specializer reads data_ptr() of tensors; that works for CPU and MPS.
+    supports_native_tensor_specialization = True
+
+    @staticmethod
+    def supports_target(target: GPUTarget) -> bool:
+        return target.backend == "metal"
+
+    def __init__(self, target: GPUTarget) -> None:
+        super().__init__(target)
+        # Final stage; CompiledKernel reads it as bytes and hands it to driver.utils.load_binary.
+        self.binary_ext = "msl"
+
+    def parse_options(self, opts: dict[str, Any]) -> _options.MetalOptions:
+        if knobs.compilation.store_binary_only:
+            # Triton would then drop the .msl stage from its cache, and MSL is our binary.
+            raise MetalNonRecoverableError("TRITON_STORE_BINARY_ONLY=1 is not supported by "
+                                           "the Metal backend (the .msl text is the binary)")
+        args = dict(opts)
+        args["enable_fp_fusion"] = knobs.language.fp_fusion_enabled(args.get("enable_fp_fusion"))
+        arch = knobs.runtime.override_arch or str(self.target.arch)
+        return _options.MetalOptions.from_dict(args, arch)
+
+    def add_stages(self, stages: dict[str, Any], options: Any, language: Language) -> None:
+        from msltrans.ir import pipeline
+
+        if language != Language.TRITON:
+            raise MetalNonRecoverableError(f"{language.name} kernels are not supported on Metal",
+                                           hint="use @triton.jit kernels")
+        stages["ttir"] = lambda src, metadata: pipeline.make_ttir(src, options)
+        stages["ttgir"] = lambda src, metadata: pipeline.make_ttgir(src, options)
+        stages["msl"] = lambda src, metadata: make_msl(src, metadata, options)
+        if knobs.runtime.add_stages_inspection_hook is not None:
+            knobs.runtime.add_stages_inspection_hook(self, stages, options, language, None)
+
+    def load_dialects(self, context: Any) -> None:
+        # Only Triton's generic dialects are used; they are loaded by Triton itself.
+        return None
+
+    def get_module_map(self) -> dict[str, ModuleType]:
+        return {}
+
+    def get_codegen_implementation(self, options: Any) -> dict[str, Any]:
+        return {"min_dot_size": min_dot_size(self.target)}
+
+    def pack_metadata(self, metadata: Any) -> tuple[Any, ...]:
+        return (metadata.num_warps, metadata.num_ctas, metadata.shared)
+
+    def hash(self) -> str:
+        # source_hash() reads the files once per process; later calls are a cache lookup.
+        return f"msltrans-{source_hash()}-{self.target.arch}"

@@ -1,0 +1,179 @@
+"""`MetalDriver`: Triton's runtime driver for Metal — engine choice, target, launcher, benchmarker.
+
+Engines: "mps" (Apple GPU through torch.mps) on macOS with MPS, else "sim" (the CPU Metal
+simulator); `MSLTRANS_ENGINE=mps|sim` overrides. The driver never claims a machine whose CUDA or
+AMD driver is active (Triton wants exactly one active driver) unless `TRITON_DEFAULT_BACKEND=metal`.
+Triton requires exactly one concrete `DriverBase` subclass in this module's namespace.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from typing import Any
+
+from triton.backends.compiler import GPUTarget
+from triton.backends.driver import DriverBase
+
+from msltrans.backend.bench import HostDeviceInterface, make_do_bench
+from msltrans.errors import MetalNonRecoverableError
+from msltrans.runtime import launch as _launch
+from msltrans.runtime.mps import chip_slug, mps_available
+
+MAX_SHARED_MEM = 32768
+MAX_THREADS = 1024
+WARP_SIZE = 32
+NOMINAL_REGS_PER_THREAD = 32  # Metal reports no register use; nominal, keeps occupancy maths finite
+ENGINES = ("mps", "sim")
+
+_probing = False
+
+
+def _other_gpu_driver_active() -> bool:
+    """Is a CUDA/AMD (or any other plugin's) driver active here?"""
+    global _probing
+    if _probing:  # another plugin probing us while we probe it
+        return False
+    _probing = True
+    try:
+        from triton.backends import backends
+
+        for name, backend in backends.items():
+            if name == "metal":
+                continue
+            try:
+                if backend.driver.is_active():
+                    return True
+            except Exception:  # a broken foreign driver does not make it active
+                continue
+        return False
+    finally:
+        _probing = False
+
+
+def select_engine() -> str:
+    forced = os.environ.get("MSLTRANS_ENGINE", "").strip().lower()
+    if forced:
+        if forced not in ENGINES:
+            raise MetalNonRecoverableError(f"MSLTRANS_ENGINE={forced!r} is not an engine",
+                                           hint="use MSLTRANS_ENGINE=mps or MSLTRANS_ENGINE=sim")
+        return forced
+    return "mps" if sys.platform == "darwin" and mps_available() else "sim"
+
+
+def make_engine(name: str) -> Any:
+    if name == "mps":
+        from msltrans.runtime.mps import MpsEngine
+
+        return MpsEngine()
+    from msltrans.runtime.sim import SimEngine
+
+    return SimEngine()
+
+
+class MetalUtils:
+    """What Triton's CompiledKernel calls on `driver.active.utils`."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+
+    def load_binary(self, name: str, kernel: bytes | str, shared: int, device: Any
+                    ) -> tuple[Any, Any, int, int, int]:
+        source = kernel.decode("utf-8") if isinstance(kernel, bytes) else kernel
+        if shared > MAX_SHARED_MEM:
+            raise MetalNonRecoverableError(
+                f"kernel `{name}` needs {shared} bytes of threadgroup memory; Metal has "
+                f"{MAX_SHARED_MEM}")
+        function = self.engine.load(source, name)
+        return source, function, NOMINAL_REGS_PER_THREAD, 0, self.engine.max_threads(function)
+
+    def unload_module(self, module: Any) -> None:
+        # Libraries stay in the engine's per-process cache: a recompiled CompiledKernel with
+        # the same MSL reuses them.
+        return None
+
+    @functools.cache  # noqa: B019 - the utils object lives as long as the driver
+    def get_device_properties(self, device: Any = None) -> dict[str, Any]:
+        cores = self.engine.core_count()
+        return {
+            "max_shared_mem": MAX_SHARED_MEM, "max_threads_per_block": MAX_THREADS,
+            "max_threads_per_threadgroup": MAX_THREADS, "warpSize": WARP_SIZE,
+            "warp_size": WARP_SIZE, "multiprocessor_count": cores,
+            "max_num_regs": NOMINAL_REGS_PER_THREAD * MAX_THREADS,
+            "name": self.engine.device_name(), "engine": self.engine.name,
+        }
+
+
+class MetalDriver(DriverBase):
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.engine_name = select_engine()
+        self.engine = make_engine(self.engine_name)
+        self.utils = MetalUtils(self.engine)
+        self.launcher_cls = functools.partial(_launch.Launcher, engine=self.engine)
+        if self.engine_name == "mps":
+            self.chip = chip_slug(self.engine.device_name())
+        else:
+            from msltrans.ir.pipeline import DEFAULT_CHIP
+
+            self.chip = DEFAULT_CHIP
+
+    @staticmethod
+    def is_active() -> bool:
+        selected = os.environ.get("TRITON_DEFAULT_BACKEND", "")
+        if selected:
+            return selected == "metal"
+        return not _other_gpu_driver_active()
+
+    def map_python_to_cpp_type(self, ty: str) -> str:
+        if ty.startswith("*"):
+            return "device void*"
+        table = {"i1": "bool", "i8": "char", "u8": "uchar", "i16": "short", "u16": "ushort",
+                 "i32": "int", "u32": "uint", "i64": "long", "u64": "ulong", "fp16": "half",
+                 "bf16": "bfloat", "fp32": "float", "fp64": "float"}
+        if ty not in table:
+            raise MetalNonRecoverableError(f"Triton type {ty} has no Metal equivalent")
+        return table[ty]
+
+    def get_current_target(self) -> GPUTarget:
+        return GPUTarget("metal", self.chip, WARP_SIZE)
+
+    def get_active_torch_device(self) -> Any:
+        import torch
+
+        return torch.device(self.engine.device_type)
+
+    def get_device_interface(self) -> Any:
+        if self.engine_name == "mps":
+            import torch
+
+            return torch.mps
+        return HostDeviceInterface(self.engine.synchronize)
+
+    # One device, one queue: Triton asks for these on every launch, so keep them trivial.
+    def get_current_device(self) -> int:
+        return 0
+
+    def set_current_device(self, device: Any) -> None:
+        if device not in (0, None):
+            raise MetalNonRecoverableError(f"device {device!r} does not exist; Metal has device 0")
+
+    def get_current_stream(self, device: Any = None) -> int:
+        return 0
+
+    def get_benchmarker(self) -> Any:
+        cache = self.get_empty_cache_for_benchmark()
+        return make_do_bench(self.engine.synchronize, lambda: self.clear_cache(cache))
+
+    def get_empty_cache_for_benchmark(self) -> Any:
+        import torch
+
+        # Larger than the last-level cache, so a benchmark does not time warm-cache reads:
+        # 256 MB like Triton on a GPU; 32 MB on the CPU simulator, where zeroing is slow.
+        size = 256 * 1024 * 1024 if self.engine_name == "mps" else 32 * 1024 * 1024
+        return torch.empty(size // 4, dtype=torch.int, device=self.engine.device_type)
+
+    def clear_cache(self, cache: Any) -> None:
+        cache.zero_()

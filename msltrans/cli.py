@@ -1,0 +1,279 @@
+"""`msltrans` command line: show what a Triton kernel becomes on the way to Metal.
+
+The dump runs the plugin's own stages (`MetalBackend.add_stages`: ttir → ttgir → msl), so
+what it prints is exactly what `kernel[grid](...)` would compile. Errors are one line on
+stderr and exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+from msltrans.errors import MetalNonRecoverableError
+
+STAGES = ("ttir", "ttgir", "msl")
+
+EPILOG = """\
+examples:
+  msltrans dump examples/vector_add.py --signature n_elements=i32 --constexpr BLOCK_SIZE=1024
+      MSL for Triton's tutorial vector add (x_ptr, y_ptr, output_ptr default to *fp32)
+  msltrans dump kernels.py --kernel softmax --stage ttgir --num-warps 8 \\
+      --signature n_rows=i32,n_cols=i32,in_stride=i32,out_stride=i32 --constexpr BLOCK=1024
+      the TTGIR Triton produced for the Metal target, with its layouts
+  msltrans dump kernel.ttgir --stage msl
+      lower a saved TTGIR module (e.g. from TRITON_KERNEL_DUMP=1) without the front end
+
+signature inference (kernel.py input):
+  an argument whose name ends in _ptr is *fp32 unless --signature says otherwise;
+  any other non-constexpr argument needs --signature NAME=TYPE (i32, i64, u32, fp32, fp16,
+  bf16, i1, *fp16, *i32, ...); a constexpr argument takes --constexpr NAME=VALUE or its
+  Python default. VALUE is a Python literal (1024, 0.5, True) or a dtype such as tl.float16.
+  A missing one is reported with the exact flag to add.
+
+MSLTRANS_TRACEBACK=1 shows the full Python traceback of an error.
+the same output from a running program: TRITON_KERNEL_DUMP=1 TRITON_DUMP_DIR=dump python app.py
+writes every stage, .msl included, under dump/<hash>/.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        _fail(f"{message} (see `{self.prog} --help`)")
+
+
+def _fail(message: str) -> NoReturn:
+    print(f"msltrans: error: {message}", file=sys.stderr)
+    raise SystemExit(1)
+
+
+def _split_pairs(items: list[str] | None, flag: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items or []:
+        for pair in item.split(","):
+            if not pair.strip():
+                continue
+            if "=" not in pair:
+                _fail(f"{flag} expects NAME=VALUE, got {pair!r}")
+            name, value = pair.split("=", 1)
+            out[name.strip()] = value.strip()
+    return out
+
+
+def _parse_constexpr(text: str) -> Any:
+    if text.startswith("tl."):
+        import triton.language as tl
+
+        value = getattr(tl, text[3:], None)
+        if value is None:
+            _fail(f"unknown Triton dtype {text!r} in --constexpr")
+        return value
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text  # a bare word: pass it as a string constexpr
+
+
+def _load_kernel(path: Path, name: str | None) -> Any:
+    from triton.runtime.jit import JITFunction
+
+    spec = importlib.util.spec_from_file_location(f"msltrans_cli_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        _fail(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # the user's file: report, don't trace back
+        _fail(f"importing {path} failed: {type(exc).__name__}: {exc}")
+    kernels = {k: v for k, v in vars(module).items() if isinstance(v, JITFunction)}
+    if name is not None:
+        if name not in kernels:
+            have = ", ".join(sorted(kernels)) or "none"
+            _fail(f"{path} has no @triton.jit kernel {name!r}; it has: {have}")
+        return kernels[name]
+    if len(kernels) != 1:
+        listed = ", ".join(sorted(kernels)) or "none"
+        _fail(f"{path} defines {len(kernels)} @triton.jit kernels ({listed}): pass --kernel NAME")
+    return next(iter(kernels.values()))
+
+
+def infer_signature(fn: Any, given: dict[str, str], constexprs: dict[str, str]
+                    ) -> tuple[dict[str, str], dict[str, Any]]:
+    """Signature and constexpr values for every parameter, or one error naming the flags."""
+    import inspect
+
+    unknown = sorted((set(given) | set(constexprs)) - {p.name for p in fn.params})
+    if unknown:
+        _fail(f"kernel `{fn.__name__}` has no argument(s) {', '.join(unknown)}")
+    signature: dict[str, str] = {}
+    values: dict[str, Any] = {}
+    missing: list[str] = []
+    for p in fn.params:
+        if p.is_constexpr:
+            signature[p.name] = "constexpr"
+            if p.name in constexprs:
+                values[p.name] = _parse_constexpr(constexprs[p.name])
+            elif p.default is not inspect.Parameter.empty:
+                values[p.name] = p.default
+            else:
+                missing.append(f"--constexpr {p.name}=VALUE")
+        elif p.name in given:
+            signature[p.name] = given[p.name]
+        elif isinstance(p.annotation_type, str) and p.annotation_type:
+            signature[p.name] = p.annotation_type
+        elif p.name.endswith("_ptr"):
+            signature[p.name] = "*fp32"
+        else:
+            missing.append(f"--signature {p.name}=i32")
+    if missing:
+        _fail(f"kernel `{fn.__name__}` needs {'; '.join(missing)} (adjust types as needed)")
+    return signature, values
+
+
+def _launch_comment(metadata: dict[str, Any]) -> str:
+    lines = [f"// launch: kernel {metadata.get('name')}, {metadata.get('threads_per_group')} "
+             f"threads per threadgroup, {metadata.get('shared')} bytes threadgroup memory"]
+    for i, p in enumerate(metadata.get("params", [])):
+        cast = f", arg_casts[{i}]={p['arg_cast']!r}" if p.get("arg_cast") else ""
+        lines.append(f"//   buffer({p['buffer_index']}): {p['name']} {p['triton_type']}"
+                     f" ({p['kind']}{cast})")
+    return "\n".join(lines)
+
+
+def _emit(stage: str, text: str, show_header: bool) -> None:
+    if show_header:
+        print(f"// ===== {stage} =====")
+    print(text.rstrip("\n"))
+
+
+def _compile_and_print(args: argparse.Namespace) -> None:
+    from triton._C.libtriton import ir
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import ASTSource, IRSource
+
+    from msltrans.backend.compiler import MetalBackend
+
+    path = Path(args.file)
+    if not path.is_file():
+        _fail(f"no such file: {path}")
+    wanted = STAGES if args.stage == "all" else (args.stage,)
+    backend = MetalBackend(GPUTarget("metal", args.chip, 32))
+    context = ir.context()
+    ir.load_dialects(context)
+    if path.suffix == ".ttgir":
+        if "ttir" in wanted and args.stage != "all":
+            _fail("a .ttgir input has no ttir stage; use --stage ttgir or --stage msl")
+        src: Any = IRSource(str(path), context, backend)
+        opts = dict(src.parse_options())
+        if args.num_warps is not None and args.num_warps != opts.get("num_warps"):
+            _fail(f"{path} was built for num_warps={opts.get('num_warps')}; drop --num-warps")
+    else:
+        fn = _load_kernel(path, args.kernel)
+        signature, constexprs = infer_signature(
+            fn, _split_pairs(args.signature, "--signature"),
+            _split_pairs(args.constexpr, "--constexpr"))
+        src = ASTSource(fn, signature, constexprs)
+        opts = {"num_warps": args.num_warps or 4}
+    # Explicit, so Triton does not warn about its fp-fusion default on every dump.
+    from triton import knobs
+
+    opts["enable_fp_fusion"] = knobs.language.default_fp_fusion and not args.no_fp_fusion
+    options = backend.parse_options(opts)
+    stages: dict[str, Any] = {}
+    backend.add_stages(stages, options, src.language)
+    names = list(stages)
+    first = names.index(src.ext) + (1 if isinstance(src, IRSource) else 0)
+    module = _make_ir(src, backend, options, context, path)
+    if isinstance(src, IRSource) and "ttgir" in wanted:
+        _emit("ttgir", str(module), len(wanted) > 1)
+    metadata: dict[str, Any] = {}
+    last = max(names.index(s) for s in wanted)
+    for name in names[first:last + 1]:
+        module = stages[name](module, metadata)
+        if name in wanted:
+            text = str(module)
+            if name == "msl":
+                text = text.rstrip("\n") + "\n" + _launch_comment(metadata)
+            _emit(name, text, len(wanted) > 1)
+
+
+def _make_ir(src: Any, backend: Any, options: Any, context: Any, path: Path) -> Any:
+    from triton.compiler.errors import CompilationError
+
+    try:
+        return src.make_ir(backend.target, options, backend.get_codegen_implementation(options),
+                           backend.get_module_map(), context)
+    except CompilationError as exc:
+        # Triton's message is a multi-line source excerpt; keep file:line and the reason.
+        line = getattr(exc.node, "lineno", None)
+        fn = getattr(src, "fn", None)
+        start = getattr(fn, "starting_line_number", None)
+        # Triton numbers lines from the `def` (decorators stripped); getsourcelines from the
+        # first decorator.
+        raw = list(getattr(fn, "raw_src", []) or [])
+        skip = next((i for i, t in enumerate(raw) if t.lstrip().startswith("def ")), 0)
+        where = f"{path}:{start + skip + line - 1}" if line and start else str(path)
+        cause = exc.__cause__
+        detail = exc.error_message or (str(cause) if cause else type(exc).__name__)
+        _fail(f"Triton front end at {where}: {detail.strip().splitlines()[-1]}")
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from msltrans.ir.pipeline import DEFAULT_CHIP
+
+    parser = _Parser(prog="msltrans", description="Run Triton kernels on Apple GPUs: inspect "
+                     "what a kernel becomes (TTIR, TTGIR, Metal Shading Language).",
+                     epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    dump = sub.add_parser("dump", help="print a kernel's TTIR, TTGIR and/or MSL",
+                          description="Compile one @triton.jit kernel (or a .ttgir file) with "
+                          "the Metal plugin's stages and print the chosen stage.",
+                          epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    dump.add_argument("file", help="a Python file with @triton.jit kernels, or a .ttgir file")
+    dump.add_argument("--kernel", help="which kernel, when the file defines several")
+    dump.add_argument("--stage", choices=(*STAGES, "all"), default="msl",
+                      help="what to print (default: msl, with launch metadata as comments)")
+    dump.add_argument("--num-warps", type=int, default=None,
+                      help="simdgroups per threadgroup (1..32, default 4)")
+    dump.add_argument("--signature", action="append", metavar="NAME=TYPE[,NAME=TYPE]",
+                      help="argument types, e.g. x_ptr=*fp16,n=i32 (repeatable)")
+    dump.add_argument("--constexpr", action="append", metavar="NAME=VALUE[,NAME=VALUE]",
+                      help="constexpr values, e.g. BLOCK_SIZE=1024 (repeatable)")
+    dump.add_argument("--no-fp-fusion", action="store_true",
+                      help="compile as enable_fp_fusion=False (no fma contraction of a*b+c)")
+    dump.add_argument("--chip", default=DEFAULT_CHIP, help=f"target chip (default {DEFAULT_CHIP})")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    import os
+
+    args = build_parser().parse_args(argv)
+    if os.environ.get("MSLTRANS_TRACEBACK"):  # for debugging msltrans itself
+        _compile_and_print(args)
+        return 0
+    try:
+        if args.command == "dump":
+            _compile_and_print(args)
+    except SystemExit:
+        raise
+    except (MetalNonRecoverableError, ValueError, KeyError, TypeError, AssertionError,
+            RuntimeError) as exc:
+        _fail(_describe(exc))
+    except Exception as exc:  # Triton's CompilationError and friends
+        _fail(f"{type(exc).__name__}: {_describe(exc)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,28 @@
+"""Errors the transpiler raises."""
+
+from __future__ import annotations
+
+
+class MetalNonRecoverableError(RuntimeError):
+    """A kernel uses an op, type or attribute msltrans cannot lower correctly.
+
+    Raised instead of emitting plausible-but-wrong MSL. The message names the op, the
+    kernel's Python source location and what is supported instead.
+    """
+
+    def __init__(self, reason: str, op: str | None = None, location: str | None = None,
+                 hint: str | None = None) -> None:
+        self.reason = reason
+        self.op = op
+        self.location = location
+        self.hint = hint
+        parts = []
+        if op:
+            parts.append(f"cannot lower `{op}`")
+        if location:
+            parts.append(f"at {location}")
+        head = " ".join(parts)
+        msg = f"{head}: {reason}" if head else reason
+        if hint:
+            msg += f" ({hint})"
+        super().__init__(msg)

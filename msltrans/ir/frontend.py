@@ -1,0 +1,75 @@
+"""Source → TTGIR without a registered backend (tests and the CLI use this)."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from triton._C.libtriton import ir
+from triton.compiler import ASTSource
+
+from msltrans.ir.pipeline import DEFAULT_CHIP, make_ttgir, make_ttir
+
+
+@dataclass(frozen=True)
+class FrontendOptions:
+    """The option fields Triton's code generator reads (a subset of the plugin's options)."""
+
+    num_warps: int = 4
+    arch: str = DEFAULT_CHIP
+    debug: bool = False
+    sanitize_overflow: bool = False
+    instrumentation_mode: str = ""
+    supported_fp8_dtypes: tuple[str, ...] = ()
+    deprecated_fp8_dot_operand_dtypes: tuple[str, ...] = ()
+    default_dot_input_precision: str = "ieee"
+    allowed_dot_input_precisions: tuple[str, ...] = ("ieee",)
+    max_num_imprecise_acc_default: int = 0
+
+
+def _jit_from_source(src: str, name: str | None) -> Any:
+    """Import kernel source from a real file: Triton's JIT needs inspectable source."""
+    digest = hashlib.sha1(src.encode()).hexdigest()[:12]
+    path = Path(tempfile.gettempdir()) / f"msltrans_src_{digest}.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(f"msltrans_src_{digest}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    from triton.runtime.jit import JITFunction
+
+    kernels = {k: v for k, v in vars(module).items() if isinstance(v, JITFunction)}
+    if name is not None:
+        return kernels[name]
+    if len(kernels) != 1:
+        raise ValueError(f"source defines {sorted(kernels)}; pass the kernel name")
+    return next(iter(kernels.values()))
+
+
+def to_ttgir(fn_or_src: Any, signature: dict[str, str], constexprs: dict[str, Any] | None = None,
+             num_warps: int = 4, *, kernel_name: str | None = None,
+             arch: str = DEFAULT_CHIP) -> Any:
+    """Run Triton's front end and the Metal pass pipeline; returns the live TTGIR module.
+
+    `signature` maps every argument name to a Triton type string ("*fp32", "i32", ...) or
+    "constexpr"; `constexprs` gives the constexpr values by name.
+    """
+    fn = _jit_from_source(fn_or_src, kernel_name) if isinstance(fn_or_src, str) else fn_or_src
+    constexprs = dict(constexprs or {})
+    sig = dict(signature)
+    for name in constexprs:
+        sig.setdefault(name, "constexpr")
+    opt = FrontendOptions(num_warps=num_warps, arch=arch)
+    src = ASTSource(fn, sig, constexprs)
+    ctx = ir.context()
+    ir.load_dialects(ctx)
+    mod = src.make_ir(None, opt, {}, {}, ctx)
+    make_ttir(mod, opt)
+    make_ttgir(mod, opt)
+    return mod

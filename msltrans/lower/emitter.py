@@ -1,0 +1,171 @@
+"""The emitter: names, register arrays, MSL lines. The API every op family uses.
+
+A tensor value is a per-thread array `T name[R]` indexed by its layout's register id; a
+scalar is a plain variable. Lowerings read operands through `at(v)` ("x[msl_r]" or "x")
+and write results through `elementwise`, `declare` + lines, or `render` of a macro.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import NoReturn
+
+from msltrans.errors import MetalNonRecoverableError
+from msltrans.ir.model import Block, Op, Value
+from msltrans.ir.types import TensorType
+from msltrans.lower import msl_types
+from msltrans.lower.layouts import LayoutRef, LayoutTable
+from msltrans.lower.registry import lookup
+from msltrans.lower.templates import macros
+
+REG = "msl_r"  # the register index in element loops
+LANE, WARP, TID = "msl_lane", "msl_warp", "msl_tid"
+_RESERVED = {
+    "bool", "char", "short", "int", "long", "half", "float", "double", "bfloat", "uint",
+    "kernel", "device", "constant", "threadgroup", "thread", "vertex", "fragment", "using",
+    "namespace", "metal", "sizeof", "true", "false", "return", "if", "else", "for", "while",
+    "do", "switch", "case", "default", "break", "continue", "struct", "class", "template",
+    "typename", "static", "const", "auto", "void", "signed", "unsigned", "new", "delete",
+    "this", "operator", "union", "enum", "volatile", "register", "inline", "min", "max",
+}
+
+
+def sanitize(name: str) -> str:
+    name = re.sub(r"\W", "_", name)
+    if not name or name[0].isdigit():
+        name = "v_" + name
+    if name in _RESERVED or name.startswith("msl_"):
+        name += "_"
+    return name
+
+
+class Emitter:
+    def __init__(self, layouts: LayoutTable | None = None) -> None:
+        self.layouts = layouts or LayoutTable()
+        self.lines: list[str] = []
+        self._indent = 1
+        self._names: dict[int, str] = {}
+        self._used: set[str] = set()
+        self.scratch_bytes = 0
+        self.op: Op | None = None  # the op being lowered (for error locations)
+        self.prelude: list[str] = []  # program-scope MSL (constant tables), emitted once
+
+    # ---- names -----------------------------------------------------------------------
+    def fresh(self, hint: str | None) -> str:
+        base = sanitize(hint or "v")
+        n = 0
+        while (cand := f"{base}_{n}") in self._used:
+            n += 1
+        self._used.add(cand)
+        return cand
+
+    def bind(self, v: Value, name: str) -> None:
+        """Make `v` refer to an existing MSL variable (params, block args, yields)."""
+        self._names[v.id] = name
+        self._used.add(name)
+
+    def name(self, v: Value) -> str:
+        if v.id not in self._names:
+            self.fail(f"value %{v.id} ({v.name or 'unnamed'}) used before it is defined")
+        return self._names[v.id]
+
+    # ---- types and layouts -------------------------------------------------------------
+    def where(self) -> str | None:
+        return self.op.loc.short() if self.op else None
+
+    def ctype(self, v: Value) -> str:
+        return msl_types.ctype(v.type, self.where())
+
+    def is_tensor(self, v: Value) -> bool:
+        return isinstance(v.type, TensorType)
+
+    def layout(self, v: Value) -> LayoutRef:
+        if not isinstance(v.type, TensorType):
+            self.fail(f"value {v.name or v.id} is not a tensor")
+        try:
+            return self.layouts.of(v.type)
+        except MetalNonRecoverableError as e:
+            self.fail(e.reason, e.hint)
+
+    def regs(self, v: Value) -> int:
+        return self.layout(v).regs if self.is_tensor(v) else 1
+
+    def at(self, v: Value, reg: str | int = REG) -> str:
+        """Element access of `v` for register `reg` (scalars ignore the register)."""
+        return f"{self.name(v)}[{reg}]" if self.is_tensor(v) else self.name(v)
+
+    # ---- emission ----------------------------------------------------------------------
+    def line(self, text: str = "") -> None:
+        self.lines.append("    " * self._indent + text if text else "")
+
+    def lines_from(self, text: str) -> None:
+        for ln in text.strip("\n").splitlines():
+            self.line(ln.rstrip()) if ln.strip() else None
+
+    def render(self, macro: str, **kw: object) -> None:
+        self.lines_from(str(getattr(macros(), macro)(**kw)))
+
+    def indent(self, delta: int) -> None:
+        self._indent += delta
+
+    def declare(self, v: Value, hint: str | None = None) -> str:
+        """Declare the result `v` (array for tensors) and return its name."""
+        name = self.fresh(hint or v.name)
+        self.bind(v, name)
+        if self.is_tensor(v):
+            self.line(f"{self.ctype(v)} {name}[{self.regs(v)}];")
+        return name
+
+    def elementwise(self, op: Op, expr: Callable[..., str], result: int = 0) -> str:
+        """out = expr(operand accesses...) per register; scalars in one statement."""
+        out = op.results[result]
+        args = [self.at(v) for v in op.operands]
+        if not self.is_tensor(out):
+            name = self.fresh(out.name)
+            self.bind(out, name)
+            self.line(f"{self.ctype(out)} {name} = {expr(*args)};")
+            return name
+        name = self.declare(out)
+        self.render("element_loop", reg=REG, regs=self.regs(out),
+                    body=f"{name}[{REG}] = {expr(*args)};")
+        return name
+
+    def copy_registers(self, out: Value, sources: Sequence[tuple[str, int]]) -> str:
+        """out[i] = sources[i] ("array", register) — register-only data movement."""
+        name = self.declare(out)
+        if all(src == sources[0][0] and reg == i for i, (src, reg) in enumerate(sources)):
+            self.render("element_loop", reg=REG, regs=len(sources),
+                        body=f"{name}[{REG}] = {sources[0][0]}[{REG}];")
+        else:
+            for i, (src, reg) in enumerate(sources):
+                self.line(f"{name}[{i}] = {src}[{reg}];")
+        return name
+
+    def need_scratch(self, nbytes: int) -> str:
+        """Threadgroup scratch shared by all conversions (they are barrier-separated)."""
+        if nbytes > 32768:
+            self.fail(f"needs {nbytes} bytes of threadgroup memory (Metal has 32 KB)",
+                      "use a smaller BLOCK size")
+        self.scratch_bytes = max(self.scratch_bytes, nbytes)
+        return "msl_scratch"
+
+    def emit_block(self, block: Block) -> None:
+        """Emit every op of a block in order (control-flow lowerings call this for
+        their regions, after binding the block arguments with `bind`)."""
+        for op in block.ops:
+            self.emit_op(op)
+
+    def emit_op(self, op: Op) -> None:
+        fn = lookup(op)
+        outer, self.op = self.op, op
+        try:
+            self.line(f"// {op.name}  {op.loc.short()}")
+            fn(self, op)
+        finally:
+            self.op = outer
+
+    def fail(self, reason: str, hint: str | None = None) -> NoReturn:
+        op = self.op
+        raise MetalNonRecoverableError(reason, op=op.name if op else None,
+                                       location=op.loc.short() if op else None, hint=hint)

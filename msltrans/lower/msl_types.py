@@ -1,0 +1,85 @@
+"""MLIR types → MSL spellings. Storage types are signed; signedness lives in the ops."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+from msltrans.errors import MetalNonRecoverableError
+from msltrans.ir.types import PointerType, ScalarType, TensorType, Type
+
+_SCALAR = {
+    "i1": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long",
+    "index": "long", "f16": "half", "bf16": "bfloat", "f32": "float",
+}
+_UNSIGNED = {"char": "uchar", "short": "ushort", "int": "uint", "long": "ulong", "bool": "bool"}
+_TRITON = {
+    "i1": "i1", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64", "f16": "fp16",
+    "bf16": "bf16", "f32": "fp32", "f64": "fp64",
+}
+_ARG_CASTS = {
+    "i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+    "f16": "half", "bf16": "bfloat", "f32": "float", "f64": "float",
+}
+_ADDRESS_SPACES = {1: "device"}
+
+
+def _fp64(where: str | None) -> str:
+    if os.environ.get("MSLTRANS_FP64", "") == "refuse":
+        raise MetalNonRecoverableError("fp64 is not available on Apple GPUs", location=where,
+                                       hint="unset MSLTRANS_FP64=refuse to downcast to fp32")
+    warnings.warn(f"fp64 downcast to fp32 on Metal ({where or 'kernel'})", stacklevel=3)
+    return "float"
+
+
+def scalar_ctype(t: ScalarType, where: str | None = None) -> str:
+    if t.name == "f64":
+        return _fp64(where)
+    if t.name not in _SCALAR:
+        raise MetalNonRecoverableError(f"type {t.name} has no Metal equivalent", location=where,
+                                       hint="fp8 and wide integers are not supported")
+    return _SCALAR[t.name]
+
+
+def ctype(t: Type, where: str | None = None) -> str:
+    """The MSL type of one element (a tensor's element type, or the scalar itself)."""
+    if isinstance(t, TensorType):
+        return ctype(t.element, where)
+    if isinstance(t, ScalarType):
+        return scalar_ctype(t, where)
+    if isinstance(t, PointerType):
+        if not isinstance(t.pointee, ScalarType):
+            raise MetalNonRecoverableError(f"pointer to {t.pointee}", location=where,
+                                           hint="block pointers are not supported")
+        space = _ADDRESS_SPACES.get(t.address_space)
+        if space is None:
+            raise MetalNonRecoverableError(f"pointer address space {t.address_space}",
+                                           location=where)
+        elem = "char" if t.pointee.name == "i1" else scalar_ctype(t.pointee, where)
+        return f"{space} {elem}*"
+    raise MetalNonRecoverableError(f"type {t} is not supported", location=where)
+
+
+def unsigned(c: str) -> str:
+    """The unsigned twin of a storage integer type (for ops that say unsigned)."""
+    return _UNSIGNED[c]
+
+
+def triton_type(t: Type) -> str:
+    if isinstance(t, PointerType) and isinstance(t.pointee, ScalarType):
+        return "*" + _TRITON.get(t.pointee.name, t.pointee.name)
+    if isinstance(t, ScalarType):
+        return _TRITON.get(t.name, t.name)
+    return str(t)
+
+
+def arg_cast(t: ScalarType, where: str | None = None) -> str:
+    if t.name not in _ARG_CASTS:
+        raise MetalNonRecoverableError(f"kernel argument of type {t.name}", location=where)
+    if t.name == "f64":
+        _fp64(where)
+    return _ARG_CASTS[t.name]
+
+
+def element(t: Type) -> ScalarType | PointerType:
+    return t.element if isinstance(t, TensorType) else t  # type: ignore[return-value]

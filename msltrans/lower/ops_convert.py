@@ -1,0 +1,38 @@
+"""ttg.convert_layout: in registers when each thread already holds what it needs,
+otherwise through threadgroup scratch (owners write row-major, barrier, all read)."""
+
+from __future__ import annotations
+
+from msltrans.ir.model import Op, Value
+from msltrans.ir.types import TensorType
+from msltrans.layout import gather_registers
+from msltrans.lower.emitter import LANE, WARP, Emitter
+from msltrans.lower.registry import lowers
+
+_BYTES = {"bool": 1, "char": 1, "short": 2, "int": 4, "long": 8, "half": 2, "bfloat": 2,
+          "float": 4}
+
+
+def convert_through_scratch(em: Emitter, src: Value, out: Value) -> None:
+    """out gets src's elements by row-major flat index (so reshape can use it too)."""
+    assert isinstance(src.type, TensorType)
+    c = em.ctype(src)
+    if c.endswith("*"):
+        em.fail("layout conversion of a tensor of pointers",
+                "convert the offsets before tt.addptr")
+    scratch = em.need_scratch(src.type.numel * _BYTES[c])
+    L_src, L_out = em.layout(src), em.layout(out)
+    name = em.declare(out)
+    em.render("scratch_convert", ctype=c, scratch=scratch, src=em.name(src), dst=name,
+              src_layout=L_src.name, dst_layout=L_out.name, src_regs=L_src.regs,
+              dst_regs=L_out.regs, lane=LANE, warp=WARP)
+
+
+@lowers("ttg.convert_layout")
+def convert_layout(em: Emitter, op: Op) -> None:
+    src, out = op.operands[0], op.results[0]
+    plan = gather_registers(em.layout(out).ll, [em.layout(src).ll], lambda c: (0, c))
+    if plan is not None:
+        em.copy_registers(out, [(em.name(src), r) for _, r in plan])
+        return
+    convert_through_scratch(em, src, out)

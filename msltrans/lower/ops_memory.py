@@ -1,0 +1,76 @@
+"""Pointers and global memory: tt.addptr, tt.load, tt.store.
+
+Loads run in every replica (reads are idempotent); masked-off lanes never touch memory.
+Stores are done once per element: only the owning (register, lane, warp) writes.
+"""
+
+from __future__ import annotations
+
+from msltrans.ir.model import Op
+from msltrans.ir.types import PointerType, ScalarType
+from msltrans.lower import msl_types
+from msltrans.lower.emitter import LANE, REG, TID, WARP, Emitter
+from msltrans.lower.registry import lowers
+from msltrans.lower.values import zero_literal
+
+
+@lowers("tt.addptr")
+def addptr(em: Emitter, op: Op) -> None:
+    # Offsets count elements of the pointee, as C pointer arithmetic does.
+    em.elementwise(op, lambda p, off: f"{p} + {off}")
+
+
+def _check_memory_attrs(em: Emitter, op: Op) -> None:
+    if op.attrs.get("isVolatile"):
+        em.fail("volatile loads are not modelled", "drop volatile=True")
+    if isinstance(msl_types.element(op.operands[0].type), PointerType):
+        ptr = msl_types.element(op.operands[0].type)
+        if isinstance(ptr, PointerType) and not isinstance(ptr.pointee, ScalarType):
+            em.fail("block pointers (tt.make_tensor_ptr) are not supported",
+                    "use tensors of pointers")
+    else:
+        em.fail("load/store through a non-pointer operand")
+
+
+@lowers("tt.load")
+def load(em: Emitter, op: Op) -> None:
+    _check_memory_attrs(em, op)
+    ptr = op.operands[0]
+    mask = op.operands[1] if len(op.operands) > 1 else None
+    other = op.operands[2] if len(op.operands) > 2 else None
+    out = op.results[0]
+    if not em.is_tensor(out):
+        name = em.fresh(out.name)
+        em.bind(out, name)
+        if mask is None:
+            em.line(f"{em.ctype(out)} {name} = *{em.at(ptr)};")
+        else:
+            fallback = em.at(other) if other is not None else zero_literal(em.ctype(out))
+            em.line(f"{em.ctype(out)} {name} = {em.at(mask)} ? *{em.at(ptr)} : {fallback};")
+        return
+    name = em.declare(out)
+    if mask is None:
+        em.render("element_loop", reg=REG, regs=em.regs(out),
+                  body=f"{name}[{REG}] = *{em.at(ptr)};")
+        return
+    # Masked-off elements without `other` are undefined in Triton; we give zero.
+    fallback = em.at(other) if other is not None else zero_literal(em.ctype(out))
+    em.render("masked_load", out=f"{name}[{REG}]", reg=REG, regs=em.regs(out),
+              ptr=em.at(ptr), mask=em.at(mask), other=fallback)
+
+
+@lowers("tt.store")
+def store(em: Emitter, op: Op) -> None:
+    _check_memory_attrs(em, op)
+    ptr, value = op.operands[0], op.operands[1]
+    mask = op.operands[2] if len(op.operands) > 2 else None
+    if not em.is_tensor(ptr):
+        # A scalar store is the same in every thread: thread 0 does it once.
+        guard = f"{TID} == 0u" + (f" && {em.at(mask)}" if mask is not None else "")
+        em.line(f"if ({guard}) *{em.at(ptr)} = {em.at(value)};")
+        return
+    L = em.layout(ptr)
+    guard = f"{L.owns_fn}({REG}, {LANE}, {WARP})"
+    if mask is not None:
+        guard += f" && {em.at(mask)}"
+    em.render("store", reg=REG, regs=L.regs, ptr=em.at(ptr), value=em.at(value), guard=guard)

@@ -1,0 +1,34 @@
+"""What `lower_module` returns: the MSL and everything the launcher needs to dispatch it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class MslParam:
+    name: str  # Python parameter name (also the MSL parameter name, sanitised)
+    kind: Literal["pointer", "scalar"]
+    triton_type: str  # "*fp32", "i32", ...
+    buffer_index: int
+    arg_cast: str | None  # arg_casts entry for scalars ("int32", "float", ...); None: pointer
+    msl_type: str  # element or pointer type as declared in MSL
+
+
+@dataclass(frozen=True)
+class MslProgram:
+    """Dispatch: grid (gx, gy, gz) → lib.<kernel_name>(*args, threads=(gx*T, gy, gz),
+    group_size=(T, 1, 1)) with T = threads_per_group."""
+
+    source: str
+    kernel_name: str
+    num_warps: int
+    threads_per_group: int
+    params: tuple[MslParam, ...]
+    shared_bytes: int
+    layouts: tuple[str, ...] = ()  # the encodings used, in MSL helper order (L0, L1, ...)
+
+    @property
+    def arg_casts(self) -> dict[int, str]:
+        return {p.buffer_index: p.arg_cast for p in self.params if p.arg_cast is not None}

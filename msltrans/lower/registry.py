@@ -1,0 +1,60 @@
+"""Op name → lowering function. Family modules register with `@lowers(...)`.
+
+Every module named `ops_*.py` in this package is imported on first use, so a new op
+family is a new file: no edit to the core.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from msltrans.errors import MetalNonRecoverableError
+
+if TYPE_CHECKING:
+    from msltrans.ir.model import Op
+    from msltrans.lower.emitter import Emitter
+
+Lowering = Callable[["Emitter", "Op"], None]
+_REGISTRY: dict[str, Lowering] = {}
+_loaded = False
+
+
+def lowers(*names: str) -> Callable[[Lowering], Lowering]:
+    def register(fn: Lowering) -> Lowering:
+        for name in names:
+            if name in _REGISTRY and _REGISTRY[name] is not fn:
+                raise RuntimeError(f"{name} registered twice ({_REGISTRY[name].__module__}, "
+                                   f"{fn.__module__})")
+            _REGISTRY[name] = fn
+        return fn
+    return register
+
+
+def _load_families() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    import msltrans.lower as pkg
+
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
+        if info.name.startswith("ops_"):
+            importlib.import_module(f"msltrans.lower.{info.name}")
+
+
+def lookup(op: Op) -> Lowering:
+    _load_families()
+    fn = _REGISTRY.get(op.name)
+    if fn is None:
+        raise MetalNonRecoverableError(
+            "no Metal lowering for this op", op=op.name, location=op.loc.short(),
+            hint="supported ops: msltrans.lower.registry.supported_ops()")
+    return fn
+
+
+def supported_ops() -> list[str]:
+    _load_families()
+    return sorted(_REGISTRY)

@@ -1,0 +1,1 @@
+"""Launch runtime: argument binding (`launch`) and the two engines (`mps`, `sim`)."""

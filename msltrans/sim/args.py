@@ -1,0 +1,139 @@
+"""Binding Python arguments to buffer slots the way torch.mps.compile_shader does.
+
+Argument i binds buffer i. Tensors and arrays are copied into guarded staging mappings (the
+end of each touches a PROT_NONE page, so an access past it faults) and copied back after the
+run; arguments that share memory share one staging region, so aliasing behaves as on a GPU.
+Python ints are sent as 8 bytes and floats as 4 (as torch does), unless `arg_casts` (a dtype
+name for all scalars, or {index: name}) says otherwise; lists become arrays the same way.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from msltrans.sim.errors import LaunchError
+
+# torch.mps's cast names (OptionalArgCaster) -> numpy dtypes; bf16 is converted by hand.
+CASTS = {"fp16": np.float16, "bf16": "bf16", "int32": np.int32, "int16": np.int16,
+         "int8": np.int8, "uint8": np.uint8}
+
+
+@dataclass
+class Bound:
+    """One argument's place in a staging region."""
+
+    index: int
+    host_addr: int | None     # memory to copy back into (None for scalars)
+    size: int
+    itemsize: int
+    writable: bool
+    region: Region | None = None
+    device_addr: int = 0
+    scalar: bytes | None = None
+
+
+@dataclass
+class Region:
+    host_start: int
+    size: int
+    copy_back: bool
+    map_base: ctypes.c_void_p = field(default_factory=ctypes.c_void_p)
+    map_len: ctypes.c_ulong = field(default_factory=ctypes.c_ulong)
+    data: int = 0
+    scalar_bytes: bytes | None = None
+
+
+def _bf16_bytes(values: np.ndarray) -> bytes:
+    bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    nan = np.isnan(values.astype(np.float32))
+    rounded = np.where(nan, (bits >> 16) | 0x40, rounded)
+    return rounded.astype(np.uint16).tobytes()
+
+
+def scalar_bytes(value: Any, index: int, arg_casts: str | dict[int, str] | None) -> bytes:
+    cast = arg_casts.get(index) if isinstance(arg_casts, dict) else arg_casts
+    if isinstance(value, np.generic) and not isinstance(value, (np.float64, np.bool_)):
+        if cast is None:
+            return value.tobytes()    # an extension: numpy scalars keep their own width
+        value = value.item()
+    if isinstance(value, (list, tuple)):
+        if not value:
+            raise LaunchError(f"argument {index}: empty list/tuple cannot be a kernel argument")
+        is_int = isinstance(value[0], (int, np.integer)) and not isinstance(value[0], bool)
+        values = np.array(value, dtype=np.int64 if is_int else np.float32)
+    elif isinstance(value, (bool, int, np.bool_)):
+        values = np.array([int(value)], dtype=np.int64)
+    elif isinstance(value, float):
+        values = np.array([value], dtype=np.float32)
+    else:
+        raise LaunchError(f"argument {index}: unsupported type {type(value).__name__} (pass "
+                          "a torch tensor, numpy array, int, float or list of numbers)")
+    if cast is None:
+        return values.tobytes()
+    if cast not in CASTS:
+        raise LaunchError(f"argument {index}: unsupported cast {cast!r}; torch.mps accepts "
+                          f"{sorted(CASTS)}")
+    if CASTS[cast] == "bf16":
+        return _bf16_bytes(values)
+    return values.astype(CASTS[cast]).tobytes()
+
+
+def memory_of(value: Any, index: int) -> tuple[int, int, int, bool] | None:
+    """(address, bytes, itemsize, writable) of a tensor or array argument, else None."""
+    if isinstance(value, np.ndarray):
+        if not value.flags.c_contiguous:
+            raise LaunchError(f"argument {index}: non-contiguous numpy array; pass "
+                              "np.ascontiguousarray(x) or a torch tensor")
+        return value.ctypes.data, value.nbytes, value.itemsize, bool(value.flags.writeable)
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a dependency
+        return None
+    if isinstance(value, torch.Tensor):
+        if value.device.type != "cpu":
+            raise LaunchError(f"argument {index}: tensor on {value.device}; the simulator "
+                              "runs on CPU tensors")
+        storage = value.untyped_storage()
+        offset = value.storage_offset() * value.element_size()
+        # As torch.mps binds it: the storage from the tensor's offset to its end.
+        return (storage.data_ptr() + offset, storage.nbytes() - offset, value.element_size(),
+                True)
+    return None
+
+
+def group_regions(bound: list[Bound]) -> list[Region]:
+    """Merge overlapping host ranges into shared staging regions."""
+    memory = sorted((b for b in bound if b.host_addr is not None),
+                    key=lambda b: b.host_addr or 0)
+    regions: list[Region] = []
+    for item in memory:
+        start = item.host_addr or 0
+        last = regions[-1] if regions else None
+        if last is not None and start < last.host_start + last.size:
+            last.size = max(last.size, start + item.size - last.host_start)
+            last.copy_back = last.copy_back or item.writable
+        else:
+            last = Region(start, item.size, item.writable)
+            regions.append(last)
+        item.region = last
+    return regions
+
+
+def staging_alignment(size: int) -> int:
+    """Largest power of two <= 16 dividing size: one element past the end then faults."""
+    align = 16
+    while align > 1 and size % align:
+        align //= 2
+    return align
+
+
+def scalar_region(item: Bound) -> Region:
+    region = Region(0, item.size, False)
+    region.scalar_bytes = item.scalar
+    item.region = region
+    return region

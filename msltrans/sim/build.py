@@ -1,0 +1,113 @@
+"""MSL source -> kernel shared library: mark, preprocess, rewrite, add entries, compile."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from msltrans.sim.cache import atomic_write, cache_dir, temp_output
+from msltrans.sim.compiler import (
+    CODEGEN_FLAGS,
+    LANGUAGE_FLAGS,
+    Compiler,
+    include_flags,
+    shell_command,
+)
+from msltrans.sim.discover import find_kernels
+from msltrans.sim.entries import generate_entries
+from msltrans.sim.errors import CompileError
+from msltrans.sim.prepare import mark_source, rewrite_threadgroup_decls, split_preprocessed
+from msltrans.sim.signatures import KernelSignature
+
+# Before the user's source: the ABI (so entries and rewrites can name it even if the
+# shim never includes it) and the entry helpers.
+PRELUDE_FLAGS = ("-include", "msl_sim/entry.h")
+
+
+@dataclass
+class Built:
+    library: Path
+    kernels: list[KernelSignature]
+
+
+def _safe_name(name: str) -> str:
+    base = os.path.basename(name) or "shader.metal"
+    return re.sub(r"[^\w.\-]", "_", base)
+
+
+# Clang's wording for MSL mistakes, and what they mean in Metal terms.
+_HINTS = {
+    "requires cl_khr_fp64": "Metal has no `double`: use float (or a float2 pair)",
+    "non-kernel function variable cannot be declared in local address space":
+        "a `threadgroup` declaration the simulator could not rewrite (keep it a plain "
+        "`threadgroup T name[N];` statement)",
+}
+
+
+def _hints(diagnostics: str) -> str:
+    found = [hint for needle, hint in _HINTS.items() if needle in diagnostics]
+    return "".join(f"hint: {hint}\n" for hint in found)
+
+
+def _run(argv: list[str], cwd: str, what: str, name: str, keep: Path | None) -> str:
+    result = subprocess.run(argv, capture_output=True, text=True, cwd=cwd)
+    if result.returncode != 0:
+        command = shell_command(argv)
+        if keep is not None:
+            # Keep what failed so the printed command can be rerun.
+            shutil.copytree(cwd, keep, dirs_exist_ok=True)
+            command = f"cd {shell_command([str(keep)])} && {command}"
+        diagnostics = result.stderr.replace(cwd + "/", "")
+        raise CompileError(f"{what} of `{name}` failed", _hints(diagnostics) + diagnostics,
+                           command)
+    return result.stdout
+
+
+def build(source: str, name: str, compiler: Compiler, key: str,
+          extra_includes: tuple[str, ...] = ()) -> Built:
+    """Compile `source` into cache_dir()/<key>.so and write its kernel metadata."""
+    name = _safe_name(name)
+    out_dir = cache_dir()
+    library = out_dir / f"{key}.so"
+    keep = out_dir / f"failed-{key[:16]}"
+    includes = [f for inc in extra_includes for f in ("-I", inc)] + include_flags()
+    with tempfile.TemporaryDirectory(prefix="mslsim-") as work:
+        Path(work, name).write_text(mark_source(source))
+        argv = [*compiler.argv, "-E", *LANGUAGE_FLAGS, *includes, *PRELUDE_FLAGS, name]
+        preprocessed = _run(argv, work, "preprocessing", name, keep)
+        pre = split_preprocessed(preprocessed, name)
+        pre.text, _ = rewrite_threadgroup_decls(pre)
+        kernels, text = find_kernels(pre)
+        if not kernels:
+            raise CompileError(f"`{name}` defines no kernel (`kernel void f(...)`)")
+        # Diagnostics quote source lines from disk: put the user's own text back.
+        Path(work, name).write_text(source)
+        prepared = f"{name}.ii"
+        Path(work, prepared).write_text(text + "\n" + generate_entries(kernels))
+        tmp = temp_output(library)
+        argv = [*compiler.argv, *LANGUAGE_FLAGS, *CODEGEN_FLAGS, *includes, "-o", str(tmp),
+                prepared, "-x", "none", *compiler.link_flags]
+        try:
+            _run(argv, work, "compiling", name, keep)
+            os.replace(tmp, library)
+        finally:
+            tmp.unlink(missing_ok=True)
+    meta = {"name": name, "kernels": [k.to_json() for k in kernels]}
+    atomic_write(out_dir / f"{key}.json", json.dumps(meta).encode())
+    return Built(library, kernels)
+
+
+def load_built(key: str) -> Built | None:
+    """A cached build, or None."""
+    out_dir = cache_dir()
+    library, meta_path = out_dir / f"{key}.so", out_dir / f"{key}.json"
+    if not (library.exists() and meta_path.exists()):
+        return None
+    meta = json.loads(meta_path.read_text())
+    return Built(library, [KernelSignature.from_json(k) for k in meta["kernels"]])

@@ -1,0 +1,62 @@
+"""The on-disk compile cache: `$MSLTRANS_SIM_CACHE_DIR` (default ~/.cache/msltrans/sim).
+
+Entries are written to a temporary name and renamed into place, so concurrent processes
+(pytest-xdist) never see half-written files; two processes racing on one key both compile
+and the last rename wins with identical content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+_SIM_DIR = Path(__file__).parent
+# Everything that changes what a given MSL source compiles to.
+_VERSIONED_FILES = ("prepare.py", "discover.py", "signatures.py", "entries.py", "build.py",
+                    "compiler.py")
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("MSLTRANS_SIM_CACHE_DIR")
+    path = Path(root) if root else Path.home() / ".cache" / "msltrans" / "sim"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def tree_hash(paths: list[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(paths):
+        digest.update(str(path.name).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def headers_hash() -> str:
+    include = _SIM_DIR / "include"
+    files = [p for p in include.rglob("*") if p.is_file()]
+    files += [_SIM_DIR / name for name in _VERSIONED_FILES]
+    return tree_hash(files)
+
+
+def runtime_sources() -> list[Path]:
+    runtime = _SIM_DIR / "runtime"
+    return sorted(p for p in runtime.iterdir() if p.suffix in (".c", ".h", ".S"))
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def temp_output(path: Path) -> Path:
+    """A unique sibling name to build into before an atomic rename."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    os.close(fd)
+    return Path(tmp)

@@ -1,0 +1,134 @@
+"""Finding a clang that can compile MSL as C++ for OpenCL, and the flags the simulator uses.
+
+Order: $MSLTRANS_CLANG, then a system clang >= 17 (clang-19, clang-18, clang-17, clang), then
+the clang inside the `ziglang` PyPI package. Debian's clang 14 lacks `_Float16` arithmetic on
+x86, so older versions are skipped.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from msltrans.sim.errors import CompilerNotFoundError
+
+MIN_CLANG_MAJOR = 17
+INCLUDE_DIR = Path(__file__).parent / "include"
+
+# C++ for OpenCL gives `device`/`threadgroup`/`constant` real address spaces with
+# Metal-like type errors. The fp64 extensions must be switched off through -Xclang: the
+# driver silently ignores a plain -cl-ext=. Contraction is off so only an explicit fma()
+# fuses (bit-exactness of multiply-add loops depends on it).
+LANGUAGE_FLAGS = (
+    "-x", "clcpp", "-cl-std=clc++2021", "-cl-no-stdinc",
+    "-Xclang", "-cl-ext=-cl_khr_fp64,-__opencl_c_fp64",
+    "-ffp-contract=off",
+    "-Xclang", "-ffloat16-excess-precision=none",
+    "-Xclang", "-fbfloat16-excess-precision=none",
+    "-Wno-unknown-attributes", "-Wno-ignored-attributes",
+    # Apple's compiler predefines these; third-party headers test them before including
+    # metal_stdlib (c10/metal/common.h does).
+    "-D__METAL__=1", "-D__METAL_VERSION__=320",
+)
+# -nostdlib: the driver's default link (crt files, libc) costs ~40 ms per kernel library;
+# libc symbols (memcpy) resolve at load time in the Python process, and compiler helpers
+# (half conversions) come from libgcc.a, linked in explicitly (Compiler.link_flags).
+CODEGEN_FLAGS = ("-O2", "-fPIC", "-shared", "-nostdlib", "-gline-tables-only",
+                 "-fno-omit-frame-pointer")
+
+
+@dataclass(frozen=True)
+class Compiler:
+    """A clang driver command (argv prefix) and its identity for cache keys."""
+
+    argv: tuple[str, ...]
+    version: str
+    major: int
+
+    @property
+    def identity(self) -> str:
+        return hashlib.sha256(("\0".join(self.argv) + "\0" + self.version).encode()).hexdigest()
+
+    @functools.cached_property
+    def link_flags(self) -> tuple[str, ...]:
+        """Compiler support library (libgcc.a / compiler-rt builtins), if the driver has one."""
+        try:
+            out = subprocess.run([*self.argv, "-print-libgcc-file-name"], capture_output=True,
+                                 text=True, timeout=30).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            return ()
+        return (out,) if out and Path(out).exists() else ()
+
+    def c_argv(self) -> list[str]:
+        """The same driver, for compiling the C runtime."""
+        return list(self.argv)
+
+
+def _version_of(argv: tuple[str, ...]) -> tuple[str, int] | None:
+    try:
+        out = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    match = re.search(r"clang version (\d+)\.\d+", out.stdout)
+    if out.returncode != 0 or not match:
+        return None
+    return out.stdout.splitlines()[0].strip(), int(match.group(1))
+
+
+def _candidates() -> list[tuple[str, ...]]:
+    found: list[tuple[str, ...]] = []
+    for name in ("clang-19", "clang-18", "clang-17", "clang"):
+        path = shutil.which(name)
+        if path:
+            found.append((path,))
+    try:
+        import ziglang  # noqa: F401  (only its presence matters)
+
+        found.append((sys.executable, "-m", "ziglang", "clang"))
+    except ImportError:
+        pass
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def _find(override: str | None) -> Compiler:
+    if override:
+        argv = tuple(override.split())
+        info = _version_of(argv)
+        if info is None:
+            raise CompilerNotFoundError(f"MSLTRANS_CLANG={override!r} is not a working clang")
+        return Compiler(argv, *info)
+    rejected = []
+    for argv in _candidates():
+        info = _version_of(argv)
+        if info and info[1] >= MIN_CLANG_MAJOR:
+            return Compiler(argv, *info)
+        rejected.append(f"{' '.join(argv)} ({info[0] if info else 'not runnable'})")
+    raise CompilerNotFoundError(
+        f"the Metal simulator needs clang >= {MIN_CLANG_MAJOR}"
+        + (f" (found only: {', '.join(rejected)})" if rejected else "")
+        + ": `apt-get install clang-19`, or `pip install msltrans[zig]` (the ziglang "
+        "package bundles one), or point MSLTRANS_CLANG at one")
+
+
+def find_compiler() -> Compiler:
+    """The clang the simulator compiles with (memoised per process)."""
+    return _find(os.environ.get("MSLTRANS_CLANG") or None)
+
+
+def include_flags() -> list[str]:
+    return ["-I", str(INCLUDE_DIR)]
+
+
+def shell_command(argv: list[str]) -> str:
+    """A copy-pasteable command line, for the 'reproduce with' part of errors."""
+    import shlex
+
+    return " ".join(shlex.quote(a) for a in argv)

@@ -1,0 +1,163 @@
+"""Finding the kernels in preprocessed MSL: plain `kernel void f(...)`, template kernels and
+their explicit instantiations (`template [[host_name("n")]] [[kernel]] void f<T>(...);` or
+MLX's `... decltype(f<T>) f<T>;`)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from msltrans.sim.errors import CompileError
+from msltrans.sim.prepare import KERNEL_MARK, Preprocessed
+from msltrans.sim.signatures import KernelSignature, parse_params
+
+_HOST_NAME = re.compile(r'host_name\s*\(\s*"([^"]*)"\s*\)')
+_MARK = re.compile(r"\[\[\s*" + KERNEL_MARK + r"\s*\]\]|\b" + KERNEL_MARK + r"\b")
+_INSTANTIATION = re.compile(r"\btemplate\s*(?=\[\[)")
+
+
+@dataclass
+class _Head:
+    base: str
+    template_args: str
+    params: str | None
+    end: int
+
+
+def _skip_balanced(text: str, pos: int, open_ch: str, close_ch: str) -> int:
+    """pos is at open_ch; returns the index just past its matching close_ch."""
+    depth = 0
+    for i in range(pos, len(text)):
+        if text[i] == open_ch:
+            depth += 1
+        elif text[i] == close_ch:
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    raise CompileError(f"unbalanced `{open_ch}` in a kernel declaration")
+
+
+def _skip_blanks_and_attributes(text: str, pos: int, host: list[str],
+                                spans: list[tuple[int, int]] | None = None) -> int:
+    while True:
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if text.startswith("[[", pos):
+            end = text.index("]]", pos) + 2
+            host.extend(_HOST_NAME.findall(text[pos:end]))
+            if spans is not None:
+                spans.append((pos, end))
+            pos = end
+        elif text.startswith(KERNEL_MARK, pos):
+            pos += len(KERNEL_MARK)
+        else:
+            return pos
+
+
+def _parse_head(text: str, pos: int, host: list[str],
+                spans: list[tuple[int, int]] | None = None) -> _Head | None:
+    pos = _skip_blanks_and_attributes(text, pos, host, spans)
+    match = re.compile(r"(?:static\s+)?(?:inline\s+)?void\b\s*").match(text, pos)
+    if match is None and not text.startswith("decltype", pos):
+        return None
+    if match is not None:
+        pos = _skip_blanks_and_attributes(text, match.end(), host)
+    if text.startswith("decltype", pos):
+        pos = _skip_balanced(text, text.index("(", pos), "(", ")")
+        pos = _skip_blanks_and_attributes(text, pos, host)
+    name = re.compile(r"[A-Za-z_][\w:]*").match(text, pos)
+    if name is None:
+        return None
+    pos = name.end()
+    while pos < len(text) and text[pos].isspace():
+        pos += 1
+    template_args = ""
+    if text.startswith("<", pos):
+        end = _skip_balanced(text, pos, "<", ">")
+        template_args, pos = text[pos:end], end
+    while pos < len(text) and text[pos].isspace():
+        pos += 1
+    params = None
+    if text.startswith("(", pos):
+        end = _skip_balanced(text, pos, "(", ")")
+        params, pos = text[pos + 1:end - 1], end
+    return _Head(name.group(0), template_args, params, pos)
+
+
+def _is_template_definition(text: str, pos: int, host: list[str]) -> bool:
+    """Whether the kernel marker at pos is preceded by `template <...>`."""
+    i = pos
+    while True:
+        while i > 0 and text[i - 1].isspace():
+            i -= 1
+        if text.endswith("]]", 0, i):
+            start = text.rfind("[[", 0, i)
+            host.extend(_HOST_NAME.findall(text[start:i]))
+            i = start
+            continue
+        break
+    if not text.endswith(">", 0, i):
+        return False
+    depth, j = 0, i - 1
+    while j >= 0:
+        if text[j] == ">":
+            depth += 1
+        elif text[j] == "<":
+            depth -= 1
+            if depth == 0:
+                break
+        j -= 1
+    return re.search(r"\btemplate\s*$", text[:j]) is not None
+
+
+def find_kernels(pre: Preprocessed) -> tuple[list[KernelSignature], str]:
+    """The kernels, and the text with the kernel markers blanked out."""
+    text = pre.text
+    primaries: dict[str, str] = {}
+    plain: list[tuple[str, _Head]] = []
+    instantiations: list[tuple[str, _Head]] = []
+    consumed: set[int] = set()
+    blank: list[tuple[int, int]] = []
+    for match in _INSTANTIATION.finditer(text):
+        if not pre.in_user_code(match.start()):
+            continue
+        host: list[str] = []
+        spans: list[tuple[int, int]] = []
+        head = _parse_head(text, match.end(), host, spans)
+        if head is None or not head.template_args:
+            continue
+        marks = [m.start() for m in _MARK.finditer(text, match.end(), head.end)]
+        if not host and not marks:
+            continue
+        consumed.update(marks)
+        # C++ allows no attributes after `template` in an explicit instantiation.
+        blank.extend(spans)
+        instantiations.append((host[0] if host else head.base + head.template_args, head))
+    for match in _MARK.finditer(text):
+        if match.start() in consumed:
+            continue
+        host = []
+        head = _parse_head(text, match.end(), host)
+        if head is None or head.params is None:
+            continue
+        if _is_template_definition(text, match.start(), host):
+            primaries[head.base] = head.params
+        else:
+            plain.append((host[0] if host else head.base, head))
+    kernels = [KernelSignature(name, head.base, parse_params(head.params or "", name))
+               for name, head in plain]
+    for name, head in instantiations:
+        params = primaries.get(head.base, head.params)
+        if params is None:
+            raise CompileError(f"kernel `{name}`: no parameter list for `{head.base}`")
+        callee = head.base + head.template_args
+        kernels.append(KernelSignature(name, callee, parse_params(params, name)))
+    chars = list(text)
+    for start, end in blank:
+        chars[start:end] = " " * (end - start)
+    blanked = _MARK.sub(lambda m: " " * len(m.group(0)), "".join(chars))
+    names = [k.name for k in kernels]
+    duplicates = {n for n in names if names.count(n) > 1}
+    if duplicates:
+        raise CompileError(f"kernel names defined twice: {sorted(duplicates)}")
+    return kernels, blanked

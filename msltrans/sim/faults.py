@@ -1,0 +1,141 @@
+"""Turning a runtime report into a Python exception that names the kernel, the thread, the
+buffer, the byte offset and the source line (symbolized only when something went wrong)."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+from pathlib import Path
+
+from msltrans.sim import native
+from msltrans.sim.args import Bound
+from msltrans.sim.errors import (
+    DeviceError,
+    DeviceFailure,
+    DivergenceError,
+    DivisionTrapError,
+    InvalidAddressError,
+    LaunchError,
+    OutOfBoundsError,
+    SimError,
+    StackOverflowError,
+    ThreadgroupMemoryError,
+    Where,
+)
+from msltrans.sim.signatures import KernelSignature
+
+
+@functools.lru_cache(maxsize=1)
+def _symbolizer() -> list[str] | None:
+    for name in ("llvm-symbolizer-19", "llvm-symbolizer-18", "llvm-symbolizer-17",
+                 "llvm-symbolizer"):
+        path = shutil.which(name)
+        if path:
+            return [path, "--functions=short", "--demangle"]
+    path = shutil.which("addr2line")
+    return [path, "-f", "-C", "-e"] if path else None
+
+
+def symbolize(library: str, offset: int) -> str | None:
+    """'file:line:col (function)' of an offset in a shared object, if tools allow."""
+    tool = _symbolizer()
+    if tool is None or not library:
+        return None
+    if tool[-1] == "-e":
+        argv = [*tool, library, hex(offset)]
+    else:
+        argv = [*tool, f"--obj={library}", hex(offset)]
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = [line.strip() for line in out.splitlines() if line.strip()]
+    if len(lines) < 2 or lines[1].startswith("??"):
+        return None
+    location = lines[1]
+    if location.endswith(":0"):
+        location = location[:-2]
+    if "/mslsim-" in location:
+        # The build's temporary directory means nothing to the user: keep the file name.
+        location = location.rsplit("/", 1)[1]
+    return f"{location} (in {lines[0]})"
+
+
+def _source_text(location: str | None, sources: dict[str, str]) -> str | None:
+    if not location:
+        return None
+    head = location.split(" ", 1)[0]
+    parts = head.split(":")
+    if len(parts) < 2 or not parts[1].isdigit():
+        return location
+    name = Path(parts[0]).name
+    line = int(parts[1])
+    text = sources.get(name)
+    if text is None:
+        return location
+    lines = text.splitlines()
+    if 1 <= line <= len(lines):
+        return f"{location}: `{lines[line - 1].strip()}`"
+    return location
+
+
+def _buffer_for(addr: int, bound: list[Bound], kernel: KernelSignature) -> tuple[Bound, str] | None:
+    for item in bound:
+        region = item.region
+        if region is None or region.map_base.value is None:
+            continue
+        base = region.map_base.value
+        if base <= addr < base + region.map_len.value:
+            names = {p.index: p.name for p in kernel.params if p.kind == "buffer"}
+            return item, names.get(item.index, "?")
+    return None
+
+
+def raise_report(report: native.Report, kernel: KernelSignature, bound: list[Bound],
+                 library: str, sources: dict[str, str]) -> None:
+    kind = report.kind
+    message = report.message.decode(errors="replace")
+    if kind == native.ERR_LAUNCH:
+        raise LaunchError(f"kernel `{kernel.name}`: {message}")
+    where = Where(kernel.name, tuple(report.group), tuple(report.local))  # type: ignore[arg-type]
+    if kind in (native.ERR_SEGV, native.ERR_STACK, native.ERR_FPE, native.ERR_BUS):
+        obj = report.object_path.decode(errors="replace")
+        if Path(obj).resolve() == Path(library).resolve():
+            where.source_line = _source_text(symbolize(obj, report.pc_offset), sources)
+        elif obj:
+            where.source_line = f"{Path(obj).name}+{report.pc_offset:#x}"
+    if kind == native.ERR_SEGV:
+        _raise_segv(report, kernel, bound, where)
+    errors: dict[int, type[DeviceError]] = {
+        native.ERR_STACK: StackOverflowError, native.ERR_FPE: DivisionTrapError,
+        native.ERR_DIVERGENCE: DivergenceError, native.ERR_TG_MEMORY: ThreadgroupMemoryError,
+        native.ERR_FAIL: DeviceFailure, native.ERR_BUS: InvalidAddressError}
+    what = {native.ERR_STACK: "fiber stack overflow (64 KB per thread: deep recursion or "
+                              "large local arrays)",
+            native.ERR_FPE: "integer division trap (division by zero or INT_MIN / -1)",
+            native.ERR_BUS: "bus error"}.get(kind, message)
+    if kind in errors:
+        raise errors[kind](what, where)
+    raise SimError(f"kernel `{kernel.name}`: unknown runtime error {kind}: {message}")
+
+
+def _raise_segv(report: native.Report, kernel: KernelSignature, bound: list[Bound],
+                where: Where) -> None:
+    addr = report.fault_addr
+    access = {1: "write", 0: "read"}.get(report.is_write, "access")
+    hit = _buffer_for(addr, bound, kernel)
+    if hit is not None:
+        item, name = hit
+        offset = addr - item.device_addr
+        element = f", element {offset // item.itemsize}" if item.itemsize > 1 else ""
+        what = (f"out-of-bounds {access} of buffer {item.index} (`{name}`, {item.size} bytes) "
+                f"at byte offset {offset}{element}")
+        raise OutOfBoundsError(what, where, item.index, name, offset,
+                               None if report.is_write < 0 else bool(report.is_write))
+    if addr < 65536:
+        what = f"{access} through a null pointer (address {addr:#x})"
+    else:
+        what = (f"{access} of address {addr:#x}, which is in no buffer (threadgroup memory "
+                "past 32 KB, a wild pointer, or a buffer index that was not bound)")
+    raise InvalidAddressError(what, where)

@@ -1,0 +1,109 @@
+// metal_atomic: atomic<T> in device and threadgroup memory. Fibers run on one OS thread and
+// switch only at barriers/SIMD ops, so a plain read-modify-write is atomic; every memory
+// order is accepted and behaves as seq_cst. Weak compare-exchange never fails spuriously.
+// What Metal lacks fails to compile: 64-bit add/sub/and/or/xor/exchange (atomic_ulong has
+// only min/max), atomic_float min/max/bitwise, atomic types other than Metal's.
+#ifndef MSL_SIM_ATOMIC_H
+#define MSL_SIM_ATOMIC_H
+#pragma clang system_header
+#include "sync.h"
+
+namespace metal {
+template <class T> struct atomic {
+    static_assert(is_same<T, int>::value || is_same<T, uint>::value || is_same<T, bool>::value ||
+                  is_same<T, float>::value || is_same<T, ulong>::value,
+                  "Metal atomics exist for int, uint, bool, float and (min/max only) ulong");
+    typedef T value_type;
+    T __v;
+};
+// C++ for OpenCL predeclares OpenCL 2.0's atomic_int, atomic_uint, atomic_float, ... in the
+// global namespace; `using namespace metal;` would make the names ambiguous. So the names are
+// macros for one typedef that exists both globally and in metal:: (same type: no ambiguity).
+typedef atomic<int> __msl_atomic_int;
+typedef atomic<uint> __msl_atomic_uint;
+typedef atomic<bool> __msl_atomic_bool;
+typedef atomic<float> __msl_atomic_float;
+typedef atomic<ulong> __msl_atomic_ulong;
+
+namespace __detail {
+template <class T> constexpr bool is_int32 = is_same<T, int>::value || is_same<T, uint>::value;
+}
+#define MSL_SIM_NO64(T, what) static_assert(sizeof(T) == 4 || is_same<T, bool>::value, \
+    what " on a 64-bit atomic: Metal has no 64-bit atomic " what " (atomic_ulong supports only min and max)")
+
+#define MSL_SIM_ATOMICS(AS)                                                                                    \
+    template <class T> inline T atomic_load_explicit(const volatile AS atomic<T> *o, memory_order) {        \
+        return o->__v;                                                                                       \
+    }                                                                                                        \
+    template <class T> inline void atomic_store_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order) { \
+        o->__v = v;                                                                                          \
+    }                                                                                                        \
+    template <class T> inline T atomic_exchange_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order) { \
+        MSL_SIM_NO64(T, "exchange");                                                                         \
+        T old = o->__v; o->__v = v; return old;                                                             \
+    }                                                                                                        \
+    template <class T> inline bool atomic_compare_exchange_weak_explicit(volatile AS atomic<T> *o, thread typename atomic<T>::value_type *expected, \
+            typename atomic<T>::value_type desired, memory_order, memory_order) {                           \
+        MSL_SIM_NO64(T, "compare_exchange");                                                                 \
+        T cur = o->__v;                                                                                      \
+        if (__builtin_memcmp(&cur, expected, sizeof(T)) == 0) { o->__v = desired; return true; }            \
+        *expected = cur;                                                                                     \
+        return false;                                                                                        \
+    }                                                                                                        \
+    template <class T> inline bool atomic_compare_exchange_strong_explicit(volatile AS atomic<T> *o, thread typename atomic<T>::value_type *expected, \
+            typename atomic<T>::value_type desired, memory_order s, memory_order f) {                        \
+        return atomic_compare_exchange_weak_explicit(o, expected, desired, s, f);                            \
+    }                                                                                                        \
+    template <class T> inline T atomic_fetch_add_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order) { \
+        MSL_SIM_NO64(T, "add");                                                                              \
+        static_assert(!is_same<T, bool>::value, "atomic_bool has no fetch_add");                             \
+        T old = o->__v;                                                                                      \
+        if constexpr (is_same<T, float>::value) o->__v = old + v;                                            \
+        else o->__v = (T)((uint)old + (uint)v);                                                              \
+        return old;                                                                                          \
+    }                                                                                                        \
+    template <class T> inline T atomic_fetch_sub_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order) { \
+        MSL_SIM_NO64(T, "sub");                                                                              \
+        static_assert(!is_same<T, bool>::value, "atomic_bool has no fetch_sub");                             \
+        T old = o->__v;                                                                                      \
+        if constexpr (is_same<T, float>::value) o->__v = old - v;                                            \
+        else o->__v = (T)((uint)old - (uint)v);                                                              \
+        return old;                                                                                          \
+    }                                                                                                        \
+    MSL_SIM_ATOMIC_BITOP(AS, and, &)                                                                         \
+    MSL_SIM_ATOMIC_BITOP(AS, or, |)                                                                          \
+    MSL_SIM_ATOMIC_BITOP(AS, xor, ^)                                                                         \
+    MSL_SIM_ATOMIC_MINMAX(AS, min, <)                                                                        \
+    MSL_SIM_ATOMIC_MINMAX(AS, max, >)
+
+#define MSL_SIM_ATOMIC_BITOP(AS, name, op)                                                                     \
+    template <class T> inline T atomic_fetch_##name##_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order) { \
+        MSL_SIM_NO64(T, #name);                                                                              \
+        static_assert(__detail::is_int32<T>, "atomic_fetch_" #name "_explicit needs atomic_int or atomic_uint"); \
+        T old = o->__v; o->__v = old op v; return old;                                                       \
+    }
+#define MSL_SIM_ATOMIC_MINMAX(AS, name, cmp)                                                                   \
+    template <class T> inline T atomic_fetch_##name##_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order) { \
+        static_assert(__detail::is_int32<T> || is_same<T, ulong>::value,                                     \
+                      "atomic_fetch_" #name "_explicit needs atomic_int, atomic_uint or atomic_ulong");      \
+        T old = o->__v; if (v cmp old) o->__v = v; return old;                                               \
+    }
+
+MSL_SIM_ATOMICS(__global)
+MSL_SIM_ATOMICS(__local)
+#undef MSL_SIM_ATOMICS
+#undef MSL_SIM_ATOMIC_BITOP
+#undef MSL_SIM_ATOMIC_MINMAX
+#undef MSL_SIM_NO64
+}  // namespace metal
+using metal::__msl_atomic_int;
+using metal::__msl_atomic_uint;
+using metal::__msl_atomic_bool;
+using metal::__msl_atomic_float;
+using metal::__msl_atomic_ulong;
+#define atomic_int __msl_atomic_int
+#define atomic_uint __msl_atomic_uint
+#define atomic_bool __msl_atomic_bool
+#define atomic_float __msl_atomic_float
+#define atomic_ulong __msl_atomic_ulong
+#endif

@@ -1,0 +1,90 @@
+"""libmslsim: the C runtime, built once per compiler into the cache and loaded with
+RTLD_GLOBAL so kernel libraries (linked with its symbols undefined) resolve against it."""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import subprocess
+
+from msltrans.sim.cache import cache_dir, runtime_sources, temp_output, tree_hash
+from msltrans.sim.compiler import find_compiler, shell_command
+from msltrans.sim.errors import CompileError
+
+ABI_VERSION = 1
+
+
+class Launch(ctypes.Structure):
+    _fields_ = [
+        ("entry", ctypes.c_void_p),
+        ("buffers", ctypes.POINTER(ctypes.c_void_p)),
+        ("n_buffers", ctypes.c_uint),
+        ("n_tg", ctypes.c_uint),
+        ("tg_lengths", ctypes.POINTER(ctypes.c_ulong)),
+        ("threads", ctypes.c_uint * 3),
+        ("group_size", ctypes.c_uint * 3),
+        ("schedule", ctypes.c_uint),
+        ("interleave", ctypes.c_uint),
+        ("seed", ctypes.c_ulonglong),
+    ]
+
+
+class Report(ctypes.Structure):
+    _fields_ = [
+        ("kind", ctypes.c_int),
+        ("is_write", ctypes.c_int),
+        ("signo", ctypes.c_int),
+        ("group", ctypes.c_uint * 3),
+        ("local", ctypes.c_uint * 3),
+        ("local_index", ctypes.c_uint),
+        ("fault_addr", ctypes.c_ulonglong),
+        ("pc", ctypes.c_ulonglong),
+        ("pc_offset", ctypes.c_ulonglong),
+        ("tg_static_bytes", ctypes.c_ulong),
+        ("groups_run", ctypes.c_ulonglong),
+        ("object_path", ctypes.c_char * 512),
+        ("message", ctypes.c_char * 2048),
+    ]
+
+
+ERR_SEGV, ERR_STACK, ERR_FPE, ERR_DIVERGENCE, ERR_TG_MEMORY, ERR_FAIL, ERR_LAUNCH, ERR_BUS = (
+    1, 2, 3, 4, 5, 6, 7, 8)
+SCHEDULES = {"forward": 0, "reverse": 1, "shuffle": 2}
+
+
+def _build(path: os.PathLike[str]) -> None:
+    compiler = find_compiler()
+    sources = [str(p) for p in runtime_sources() if p.suffix in (".c", ".S")]
+    tmp = temp_output(cache_dir() / os.path.basename(path))
+    argv = [*compiler.c_argv(), "-O2", "-fPIC", "-shared", "-g", "-U_FORTIFY_SOURCE",
+            "-fno-stack-protector", "-o", str(tmp), *sources]
+    result = subprocess.run(argv, capture_output=True, text=True)
+    if result.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        raise CompileError("building the simulator runtime failed", result.stderr,
+                           shell_command(argv))
+    os.replace(tmp, path)
+
+
+@functools.lru_cache(maxsize=1)
+def runtime() -> ctypes.CDLL:
+    """Build (once per compiler and runtime version) and load libmslsim."""
+    compiler = find_compiler()
+    abi = runtime_sources()[0].parent.parent / "include" / "msl_sim" / "abi.h"
+    key = tree_hash([*runtime_sources(), abi])[:16] + "-" + compiler.identity[:12]
+    path = cache_dir() / f"libmslsim-{key}.so"
+    if not path.exists():
+        _build(path)
+    lib = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+    lib.msl_sim_dispatch.argtypes = [ctypes.POINTER(Launch), ctypes.POINTER(Report)]
+    lib.msl_sim_dispatch.restype = ctypes.c_int
+    lib.msl_sim_map_guarded.argtypes = [ctypes.c_ulong, ctypes.c_ulong,
+                                        ctypes.POINTER(ctypes.c_void_p),
+                                        ctypes.POINTER(ctypes.c_ulong)]
+    lib.msl_sim_map_guarded.restype = ctypes.c_void_p
+    lib.msl_sim_unmap.argtypes = [ctypes.c_void_p, ctypes.c_ulong]
+    lib.msl_sim_unmap.restype = None
+    if lib.msl_sim_abi_version() != ABI_VERSION:
+        raise CompileError(f"libmslsim ABI {lib.msl_sim_abi_version()} != {ABI_VERSION}")
+    return lib

@@ -1,0 +1,73 @@
+/* Host-side interface of libmslsim (called from Python through ctypes; the layouts of
+   msl_sim_launch and msl_sim_report are mirrored in msltrans/sim/native.py). */
+#ifndef MSLSIM_H
+#define MSLSIM_H
+#include "../include/msl_sim/abi.h"
+
+#define MSL_SIM_MAX_THREADS 1024
+#define MSL_SIM_TG_LIMIT 32768u
+#define MSL_SIM_MAX_TG_ARGS 31
+
+enum msl_sim_schedule { MSL_SIM_FORWARD = 0, MSL_SIM_REVERSE = 1, MSL_SIM_SHUFFLE = 2 };
+
+enum msl_sim_error_kind {
+    MSL_SIM_OK = 0,
+    MSL_SIM_ERR_SEGV = 1,        /* bad address: Python maps it to a buffer */
+    MSL_SIM_ERR_STACK = 2,       /* fiber stack overflow */
+    MSL_SIM_ERR_FPE = 3,         /* integer division trap */
+    MSL_SIM_ERR_DIVERGENCE = 4,  /* barrier / SIMD op reached by part of a group */
+    MSL_SIM_ERR_TG_MEMORY = 5,   /* threadgroup memory over the limit */
+    MSL_SIM_ERR_FAIL = 6,        /* msl_sim_fail from device code */
+    MSL_SIM_ERR_LAUNCH = 7,      /* invalid launch geometry */
+    MSL_SIM_ERR_BUS = 8,
+};
+
+typedef struct msl_sim_launch {
+    msl_sim_entry entry;
+    void *const *buffers;
+    unsigned n_buffers;
+    unsigned n_tg;
+    const unsigned long *tg_lengths;   /* bytes of each [[threadgroup(i)]] argument */
+    unsigned threads[3];               /* total threads (dispatchThreads semantics) */
+    unsigned group_size[3];
+    unsigned schedule;
+    unsigned interleave;               /* reserved: threadgroups run one at a time */
+    unsigned long long seed;
+} msl_sim_launch;
+
+typedef struct msl_sim_report {
+    int kind;
+    int is_write;
+    int signo;
+    unsigned group[3];
+    unsigned local[3];
+    unsigned local_index;
+    unsigned long long fault_addr;
+    unsigned long long pc;
+    unsigned long long pc_offset;      /* pc relative to its shared object */
+    unsigned long tg_static_bytes;     /* static threadgroup memory the kernel declared */
+    unsigned long long groups_run;
+    char object_path[512];
+    char message[2048];
+} msl_sim_report;
+
+int msl_sim_dispatch(const msl_sim_launch *launch, msl_sim_report *report);
+void *msl_sim_map_guarded(unsigned long size, unsigned long align, void **map_base,
+                          unsigned long *map_len);
+void msl_sim_unmap(void *map_base, unsigned long map_len);
+int msl_sim_abi_version(void);
+
+/* Internals shared by the runtime's C files. */
+typedef struct msl_sim_fault {
+    int signo;
+    int is_write;
+    void *addr;
+    void *pc;
+} msl_sim_fault;
+
+void msl_sim_signals_enter(void);
+void msl_sim_signals_leave(void);
+int msl_sim_stack_guard_hit(const void *addr);
+extern __thread msl_sim_fault msl_sim_last_fault;
+
+#endif

@@ -1,0 +1,151 @@
+"""Kernel signatures read from the preprocessed source: which functions are kernels, their
+host names, and how each parameter is bound (buffer index, threadgroup index, built-in)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import asdict, dataclass
+
+from msltrans.sim.errors import CompileError
+from msltrans.sim.prepare import KERNEL_MARK, TG_ATTR_MARK, Preprocessed, split_top_level
+
+# Built-in inputs: attribute name -> (abi.h field, whether it is a 3-vector quantity).
+BUILTINS: dict[str, tuple[str, bool]] = {
+    "thread_position_in_grid": ("thread_position_in_grid", True),
+    "threadgroup_position_in_grid": ("threadgroup_position_in_grid", True),
+    "thread_position_in_threadgroup": ("thread_position_in_threadgroup", True),
+    "threads_per_threadgroup": ("threads_per_threadgroup", True),
+    "threadgroups_per_grid": ("threadgroups_per_grid", True),
+    "threads_per_grid": ("threads_per_grid", True),
+    "thread_index_in_threadgroup": ("thread_index_in_threadgroup", False),
+    "simdgroup_index_in_threadgroup": ("simdgroup_index_in_threadgroup", False),
+    "thread_index_in_simdgroup": ("thread_index_in_simdgroup", False),
+    "threads_per_simdgroup": ("threads_per_simdgroup", False),
+    "simdgroups_per_threadgroup": ("simdgroups_per_threadgroup", False),
+    "thread_execution_width": ("threads_per_simdgroup", False),
+}
+
+_SCALARS = {"uint": "unsigned int", "unsigned": "unsigned int", "unsigned int": "unsigned int",
+            "uint32_t": "unsigned int", "ushort": "unsigned short",
+            "unsigned short": "unsigned short", "uint16_t": "unsigned short", "int": "int",
+            "short": "short"}
+_VECTOR = re.compile(r"^(uint|ushort)([23])$|^vec<\s*(uint|ushort)\s*,\s*([23])\s*>$")
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type_text: str
+    kind: str          # "buffer", "threadgroup" or "builtin"
+    index: int = -1    # buffer / threadgroup index
+    builtin: str = ""  # attribute name for built-ins
+
+    @property
+    def is_constant(self) -> bool:
+        return bool(re.search(r"\bconstant\b|__constant", self.type_text))
+
+
+@dataclass(frozen=True)
+class KernelSignature:
+    name: str          # host name: what lib.<name> is called
+    callee: str        # C++ expression to call: f or f<float>
+    params: tuple[Param, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {"name": self.name, "callee": self.callee,
+                "params": [asdict(p) for p in self.params]}
+
+    @staticmethod
+    def from_json(data: dict[str, object]) -> KernelSignature:
+        params = tuple(Param(**p) for p in data["params"])  # type: ignore[arg-type]
+        return KernelSignature(str(data["name"]), str(data["callee"]), params)
+
+
+def builtin_value(param: Param) -> str:
+    """The C++ expression the entry passes for a built-in parameter."""
+    field, is_vector = BUILTINS[param.builtin]
+    type_text = re.sub(r"\b(const|metal::)\s*", "", param.type_text).strip()
+    type_text = re.sub(r"\bmetal::", "", type_text)
+    if type_text in _SCALARS:
+        source = f"t->{field}[0]" if is_vector else f"t->{field}"
+        return f"({_SCALARS[type_text]})({source})"
+    match = _VECTOR.match(type_text)
+    if match and is_vector:
+        element = _SCALARS[match.group(1) or match.group(3)]
+        width = int(match.group(2) or match.group(4))
+        items = ", ".join(f"({element})t->{field}[{d}]" for d in range(width))
+        return f"{param.type_text}{{{items}}}"
+    raise CompileError(f"unsupported type `{param.type_text}` for [[{param.builtin}]] "
+                       f"parameter `{param.name}`")
+
+
+def _eval_index(text: str) -> int:
+    """Attribute indices after preprocessing: integer literals and + - * arithmetic."""
+    tree = ast.parse(re.sub(r"(?<=\d)[uUlL]+\b", "", text.strip()), mode="eval")
+
+    def walk(node: ast.AST) -> int:
+        if isinstance(node, ast.Expression):
+            return walk(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+            left, right = walk(node.left), walk(node.right)
+            return {ast.Add: left + right, ast.Sub: left - right,
+                    ast.Mult: left * right}[type(node.op)]
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -walk(node.operand)
+        raise ValueError(text)
+
+    return walk(tree)
+
+
+_ATTRIBUTE = re.compile(r"\[\[(.*?)\]\]", re.S)
+
+
+def parse_params(text: str, kernel: str) -> tuple[Param, ...]:
+    params: list[Param] = []
+    pending: list[tuple[str, str]] = []   # (name, type) of parameters without an index
+    for raw in split_top_level(text):
+        if not raw.strip() or raw.strip() == "void":
+            continue
+        attributes = [a.strip() for a in _ATTRIBUTE.findall(raw)]
+        decl = " ".join(_ATTRIBUTE.sub(" ", raw).split())
+        match = re.match(r"^(.*?)\b([A-Za-z_]\w*)$", decl)
+        if match is None:
+            raise CompileError(f"kernel `{kernel}`: cannot read parameter `{decl}`")
+        type_text, name = match.group(1).strip(), match.group(2)
+        param = None
+        for attribute in attributes:
+            head = re.match(r"^(\w+)\s*(?:\((.*)\))?$", attribute, re.S)
+            if head is None:
+                continue
+            word, arg = head.group(1), head.group(2)
+            if word == "buffer":
+                param = Param(name, type_text, "buffer", _eval_index(arg or "0"))
+            elif word == TG_ATTR_MARK:
+                param = Param(name, type_text, "threadgroup", _eval_index(arg or "0"))
+            elif word in BUILTINS:
+                param = Param(name, type_text, "builtin", builtin=word)
+            elif word in ("texture", "sampler", "stage_in", "payload", "function_constant"):
+                raise CompileError(f"kernel `{kernel}`: [[{attribute}]] on `{name}` is not "
+                                   "supported by the simulator")
+        if param is None:
+            if "*" not in type_text and "&" not in type_text:
+                raise CompileError(f"kernel `{kernel}`: parameter `{name}` has neither a "
+                                   "[[buffer(i)]] nor a built-in attribute")
+            pending.append((name, type_text))
+            params.append(Param(name, type_text, "pending"))
+        else:
+            params.append(param)
+    used = {p.index for p in params if p.kind == "buffer"}
+    resolved, next_free = [], 0
+    for param in params:
+        if param.kind == "pending":
+            # Metal gives a parameter without [[buffer(i)]] the next index nobody claimed.
+            while next_free in used:
+                next_free += 1
+            used.add(next_free)
+            param = Param(param.name, param.type_text, "buffer", next_free)
+        resolved.append(param)
+    return tuple(resolved)

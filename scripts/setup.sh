@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Install msltrans and what it needs on a fresh Debian/Ubuntu machine (Linux x86_64/aarch64):
+#   clang-19 (the simulator's compiler), a CPU build of torch, then msltrans itself.
+#   bash scripts/setup.sh          # the package
+#   bash scripts/setup.sh --test   # the package plus the test tools
+# Run as root, or with sudo available for apt-get.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+extras=""
+[ "${1:-}" = "--test" ] && extras="[test]"
+
+sudo_cmd=""
+[ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+
+if [ -n "${MSLTRANS_CLANG:-}" ]; then
+  echo "using MSLTRANS_CLANG=$MSLTRANS_CLANG"
+elif ! command -v clang-19 >/dev/null 2>&1; then
+  echo "installing clang-19 (apt)"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo_cmd apt-get update -qq
+  $sudo_cmd apt-get install -y -qq --no-install-recommends clang-19 llvm-19 >/dev/null
+fi
+
+pip=(python3 -m pip install -q --disable-pip-version-check)
+# A CPU build of torch first: an unpinned torch would pull a multi-GB CUDA build.
+python3 -c "import torch" 2>/dev/null || "${pip[@]}" torch==2.13.0
+"${pip[@]}" -e ".${extras}"
+python3 -c "import msltrans, triton, torch; print('msltrans', msltrans.__version__, '| triton', triton.__version__, '| torch', torch.__version__)"

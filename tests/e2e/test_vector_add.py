@@ -1,0 +1,37 @@
+"""Triton tutorial 01 (vector add), unmodified, byte-exact against numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.support.kernels import add_kernel, broadcast_add_kernel
+from tests.support.run_kernel import run_kernel
+
+
+@pytest.mark.parametrize("n", [1, 97, 1000, 4099])
+@pytest.mark.parametrize("num_warps", [1, 4])
+def test_vector_add_odd_sizes(n: int, num_warps: int) -> None:
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    out = np.full(n, np.nan, dtype=np.float32)
+    block = 256
+    run_kernel(add_kernel, ((n + block - 1) // block,), x, y, out, n, num_warps=num_warps,
+               BLOCK_SIZE=block)
+    assert out.tobytes() == (x + y).tobytes()
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (17, 33), (64, 40)])
+@pytest.mark.parametrize("num_warps", [1, 2, 8])
+def test_broadcast_add_2d(shape: tuple[int, int], num_warps: int) -> None:
+    m, n = shape
+    rng = np.random.default_rng(m * n)
+    x = rng.standard_normal((m, n)).astype(np.float32)
+    row = rng.standard_normal(n).astype(np.float32)
+    out = np.full((m, n), np.nan, dtype=np.float32)
+    bm, bn = 16, 32
+    grid = ((m + bm - 1) // bm, (n + bn - 1) // bn)
+    run_kernel(broadcast_add_kernel, grid, x, row, out, m, n, n, num_warps=num_warps,
+               BLOCK_M=bm, BLOCK_N=bn)
+    assert out.tobytes() == (x + row[None, :]).tobytes()

@@ -1,0 +1,171 @@
+"""Running real MSL on the simulator: results against numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+VECTOR_ADD = """
+#include <metal_stdlib>
+using namespace metal;
+kernel void vector_add(device const float* a [[buffer(0)]], device const float* b [[buffer(1)]],
+                       device float* out [[buffer(2)]], uint i [[thread_position_in_grid]]) {
+    out[i] = a[i] + b[i];
+}
+"""
+
+REDUCE = """
+#include <metal_stdlib>
+using namespace metal;
+#define BLOCK 256
+kernel void block_sum(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                      constant uint& n [[buffer(2)]],
+                      uint gid [[thread_position_in_grid]], uint lid [[thread_position_in_threadgroup]],
+                      uint group [[threadgroup_position_in_grid]]) {
+    threadgroup float partial[BLOCK];
+    partial[lid] = gid < n ? x[gid] : 0.0f;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint stride = BLOCK / 2; stride > 0; stride /= 2) {
+        if (lid < stride) partial[lid] += partial[lid + stride];
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+    if (lid == 0) out[group] = partial[0];
+}
+"""
+
+BUILTINS = """
+#include <metal_stdlib>
+using namespace metal;
+kernel void where_am_i(device uint* out [[buffer(0)]],
+                       uint3 pos [[thread_position_in_grid]], ushort2 lpos [[thread_position_in_threadgroup]],
+                       uint3 tpg [[threads_per_threadgroup]], uint lane [[thread_index_in_simdgroup]],
+                       uint sg [[simdgroup_index_in_threadgroup]], uint3 grid [[threads_per_grid]]) {
+    uint i = (pos.y * grid.x + pos.x) * 6;
+    out[i + 0] = pos.x; out[i + 1] = pos.y; out[i + 2] = lpos.x;
+    out[i + 3] = tpg.x; out[i + 4] = lane; out[i + 5] = sg;
+}
+"""
+
+TEMPLATED = """
+#include <metal_stdlib>
+using namespace metal;
+template <typename T>
+kernel void scale(device T* x, constant float& factor, uint i [[thread_position_in_grid]]) {
+    x[i] = T(float(x[i]) * factor);
+}
+template [[host_name("scale_float")]] [[kernel]] void scale<float>(device float*, constant float&, uint);
+template [[host_name("scale_int")]] [[kernel]] decltype(scale<int>) scale<int>;
+"""
+
+SCALARS = """
+#include <metal_stdlib>
+using namespace metal;
+kernel void fill(device long* out [[buffer(0)]], constant long& a [[buffer(1)]],
+                 constant int& b [[buffer(2)]], constant float& c [[buffer(3)]],
+                 constant half& d [[buffer(4)]], constant long* list [[buffer(5)]],
+                 uint i [[thread_position_in_grid]]) {
+    out[0] = a; out[1] = b; out[2] = long(c * 4.0f); out[3] = long(float(d) * 8.0f);
+    out[4] = list[0] + list[1] * 10;
+}
+"""
+
+
+def test_vector_add(sim):
+    lib = sim.compile_shader(VECTOR_ADD)
+    rng = np.random.default_rng(0)
+    a, b = rng.random(1000, dtype=np.float32), rng.random(1000, dtype=np.float32)
+    out = np.zeros_like(a)
+    lib.vector_add(a, b, out, threads=1000, group_size=64)   # the last group is partial
+    np.testing.assert_array_equal(out, a + b)
+    assert lib.vector_add.max_threads_per_threadgroup == 1024
+    assert lib.vector_add.thread_execution_width == 32
+
+
+def test_threadgroup_reduction(sim):
+    lib = sim.compile_shader(REDUCE)
+    x = np.arange(1000, dtype=np.float32)
+    out = np.zeros(4, dtype=np.float32)
+    lib.block_sum(x, out, 1000, threads=1024, group_size=256, arg_casts={2: "int32"})
+    expected = [x[i * 256:(i + 1) * 256].sum() for i in range(4)]
+    np.testing.assert_allclose(out, expected, rtol=1e-6)
+    assert lib.block_sum.static_thread_group_memory_length == 256 * 4
+    sim.check_races(lib.block_sum, x, out, 1000, threads=1024, group_size=256,
+                    arg_casts={2: "int32"})
+
+
+def test_builtins_partial_last_group(sim):
+    lib = sim.compile_shader(BUILTINS)
+    width, height = 40, 3
+    out = np.full(width * height * 6, 12345, dtype=np.uint32)
+    lib.where_am_i(out, threads=(width, height), group_size=(16, 2))
+    rows = out.reshape(height, width, 6)
+    ys, xs = np.mgrid[0:height, 0:width]
+    np.testing.assert_array_equal(rows[..., 0], xs)
+    np.testing.assert_array_equal(rows[..., 1], ys)
+    np.testing.assert_array_equal(rows[..., 2], xs % 16)
+    # dispatchThreads: the edge groups are smaller (40 = 16 + 16 + 8; 3 = 2 + 1).
+    np.testing.assert_array_equal(rows[..., 3], np.where(xs >= 32, 8, 16))
+    group_w = np.where(xs >= 32, 8, 16)
+    group_h = np.where(ys >= 2, 1, 2)
+    linear = (ys % 2) * group_w + xs % 16
+    del group_h
+    np.testing.assert_array_equal(rows[..., 4], linear % 32)
+    np.testing.assert_array_equal(rows[..., 5], linear // 32)
+
+
+def test_template_instantiations(sim):
+    lib = sim.compile_shader(TEMPLATED)
+    assert set(dir(lib)) == {"scale_float", "scale_int"}
+    x = np.arange(10, dtype=np.float32)
+    lib.scale_float(x, 2.5, threads=10)
+    np.testing.assert_array_equal(x, np.arange(10, dtype=np.float32) * 2.5)
+    y = np.arange(10, dtype=np.int32)
+    lib.scale_int(y, 3.0, threads=10, group_size=4)
+    np.testing.assert_array_equal(y, np.arange(10) * 3)
+
+
+def test_scalar_args_and_casts(sim):
+    lib = sim.compile_shader(SCALARS)
+    out = np.zeros(5, dtype=np.int64)
+    lib.fill(out, 2**40 + 7, -5, 1.25, 0.375, [3, 4], threads=1,
+             arg_casts={2: "int32", 4: "fp16"})
+    assert out.tolist() == [2**40 + 7, -5, 5, 3, 43]
+
+
+def test_torch_tensor_with_storage_offset(sim):
+    lib = sim.compile_shader(VECTOR_ADD)
+    base = torch.zeros(20)
+    a = torch.arange(8, dtype=torch.float32)
+    b = torch.full((8,), 0.5)
+    out = base[4:12]      # storage offset 4: results must land at base[4:12]
+    lib.vector_add(a, b, out, threads=8)
+    assert torch.equal(base[4:12], a + b)
+    assert torch.count_nonzero(base[:4]) == 0 and torch.count_nonzero(base[12:]) == 0
+
+
+def test_aliased_arguments_share_memory(sim):
+    lib = sim.compile_shader(VECTOR_ADD)
+    x = np.arange(16, dtype=np.float32)
+    lib.vector_add(x, x, x, threads=16)   # in place, as on a GPU
+    np.testing.assert_array_equal(x, np.arange(16, dtype=np.float32) * 2)
+
+
+def test_compile_cache_in_process(sim):
+    import time
+
+    first = sim.compile_shader(VECTOR_ADD)
+    start = time.perf_counter()
+    again = sim.compile_shader(VECTOR_ADD)
+    assert again is first
+    assert time.perf_counter() - start < 0.005
+
+
+@pytest.mark.parametrize("schedule", ["forward", "reverse", "shuffle"])
+def test_schedules_agree_on_race_free_kernel(sim, schedule):
+    lib = sim.compile_shader(REDUCE)
+    x = np.ones(512, dtype=np.float32)
+    out = np.zeros(2, dtype=np.float32)
+    lib.block_sum(x, out, 512, threads=512, group_size=256, arg_casts={2: "int32"},
+                  schedule=schedule, seed=7)
+    np.testing.assert_array_equal(out, [256, 256])

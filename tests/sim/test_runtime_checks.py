@@ -1,0 +1,220 @@
+"""What the simulator catches that a GPU silently does wrong: each check must fire, name
+the kernel / thread / buffer / offset / line, and never crash or hang the process."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+HEADER = "#include <metal_stdlib>\nusing namespace metal;\n"
+
+OOB = HEADER + """
+kernel void shifted_copy(device const float* src [[buffer(0)]], device float* dst [[buffer(1)]],
+                         constant int& shift [[buffer(2)]], uint i [[thread_position_in_grid]]) {
+    dst[i + shift] = src[i];
+}
+kernel void shifted_read(device const float* src [[buffer(0)]], device float* dst [[buffer(1)]],
+                         uint i [[thread_position_in_grid]]) {
+    dst[i] = src[i + 1];
+}
+kernel void signed_copy(device const float* src [[buffer(0)]], device float* dst [[buffer(1)]],
+                        constant int& shift [[buffer(2)]], uint i [[thread_position_in_grid]]) {
+    dst[int(i) + shift] = src[i];
+}
+"""
+
+MISSING_BARRIER = HEADER + """
+kernel void rotate(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                   uint lid [[thread_position_in_threadgroup]], uint n [[threads_per_threadgroup]]) {
+    threadgroup float tile[64];
+    tile[lid] = x[lid];
+    // missing threadgroup_barrier here
+    out[lid] = tile[(lid + 1) % n];
+}
+"""
+
+DIVERGENT = HEADER + """
+kernel void early_exit(device float* out [[buffer(0)]], uint lid [[thread_position_in_threadgroup]]) {
+    if (lid >= 16) return;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    out[lid] = 1.0f;
+}
+kernel void two_barriers(device float* out [[buffer(0)]], uint lid [[thread_position_in_threadgroup]]) {
+    if (lid % 2) {
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+    } else {
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+    out[lid] = 1.0f;
+}
+"""
+
+BIG_TG = HEADER + """
+kernel void too_much(device float* out [[buffer(0)]], uint lid [[thread_position_in_threadgroup]]) {
+    threadgroup float a[4096];
+    threadgroup float b[4096], c[64];
+    a[lid] = 1.0f; b[lid] = 2.0f; c[lid] = 3.0f;
+    out[lid] = a[lid] + b[lid] + c[lid];
+}
+"""
+
+RECURSION = HEADER + """
+uint depth(uint n, thread uint* trail) {
+    uint local_copy[64];
+    for (uint k = 0; k < 64; k++) local_copy[k] = trail[k] + n;
+    if (n == 0) return local_copy[n % 64];
+    return depth(n - 1, local_copy) + local_copy[(n * 7) % 64];
+}
+kernel void recurse(device uint* out [[buffer(0)]], constant uint& n [[buffer(1)]],
+                    uint i [[thread_position_in_grid]]) {
+    uint trail[64] = {0};
+    out[i] = depth(n, trail);
+}
+"""
+
+DIVIDE = HEADER + """
+kernel void divide(device int* x [[buffer(0)]], device const int* y [[buffer(1)]],
+                   uint i [[thread_position_in_grid]]) {
+    x[i] = x[i] / y[i];
+}
+"""
+
+DYNAMIC_TG = HEADER + """
+kernel void reverse_in_group(device float* x [[buffer(0)]], threadgroup float* scratch [[threadgroup(0)]],
+                             uint lid [[thread_position_in_threadgroup]], uint n [[threads_per_threadgroup]],
+                             uint gid [[thread_position_in_grid]]) {
+    scratch[lid] = x[gid];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    x[gid] = scratch[n - 1 - lid];
+}
+"""
+
+
+def test_out_of_bounds_write_names_buffer_and_offset(sim):
+    lib = sim.compile_shader(OOB, name="oob.metal")
+    src = np.ones(64, dtype=np.float32)
+    dst = np.zeros(64, dtype=np.float32)
+    with pytest.raises(sim.OutOfBoundsError) as info:
+        lib.shifted_copy(src, dst, 1, threads=64, group_size=32, arg_casts={2: "int32"})
+    error = info.value
+    assert error.buffer_index == 1 and error.param == "dst"
+    assert error.offset == 64 * 4 and error.is_write is True
+    assert error.where.group == (1, 0, 0) and error.where.local == (31, 0, 0)
+    assert "oob.metal:6:" in str(error)       # the line of `dst[i + shift] = src[i];`
+    # The staging copy went back: every in-bounds write landed.
+    np.testing.assert_array_equal(dst[1:], 1.0)
+
+
+def test_out_of_bounds_read(sim):
+    lib = sim.compile_shader(OOB, name="oob.metal")
+    src = np.ones(30, dtype=np.float32)    # 120 bytes: 8-byte staging alignment still faults
+    dst = np.zeros(30, dtype=np.float32)
+    with pytest.raises(sim.OutOfBoundsError) as info:
+        lib.shifted_read(src, dst, threads=30)
+    assert info.value.param == "src" and info.value.is_write is False
+    assert info.value.offset == 120 and info.value.where.local == (29, 0, 0)
+
+
+def test_negative_offset_is_out_of_bounds(sim):
+    lib = sim.compile_shader(OOB, name="oob.metal")
+    src = np.ones(4096, dtype=np.float32)
+    dst = np.zeros(4096, dtype=np.float32)
+    with pytest.raises(sim.OutOfBoundsError) as info:
+        lib.signed_copy(src, dst, -1, threads=1, arg_casts={2: "int32"})
+    assert info.value.param == "dst" and info.value.offset == -4
+
+
+def test_double_is_rejected_at_compile_time(sim):
+    source = HEADER + """
+kernel void uses_double(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+    double wide = out[i];
+    out[i] = float(wide * 2);
+}
+"""
+    with pytest.raises(sim.CompileError) as info:
+        sim.compile_shader(source, name="fp64.metal")
+    message = str(info.value)
+    assert "fp64.metal:5:5" in message and "Metal has no `double`" in message
+    assert "reproduce with" in message
+
+
+def test_missing_barrier_is_flagged_by_race_check(sim):
+    lib = sim.compile_shader(MISSING_BARRIER)
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros(64, dtype=np.float32)
+    with pytest.raises(sim.RaceError) as info:
+        sim.check_races(lib.rotate, x, out, threads=64, group_size=64)
+    assert info.value.differences[0][:2] == (1, "out")
+    assert np.all(out == 0)    # the caller's buffers are untouched
+    fixed = MISSING_BARRIER.replace("// missing threadgroup_barrier here",
+                                    "threadgroup_barrier(mem_flags::mem_threadgroup);")
+    lib = sim.compile_shader(fixed)
+    report = sim.check_races(lib.rotate, x, out, threads=64, group_size=64)
+    assert "reverse" in report.schedules
+
+
+def test_barrier_after_early_return_is_divergence(sim):
+    lib = sim.compile_shader(DIVERGENT, name="div.metal")
+    out = np.zeros(64, dtype=np.float32)
+    with pytest.raises(sim.DivergenceError) as info:
+        lib.early_exit(out, threads=64, group_size=64)
+    message = str(info.value)
+    assert "16 thread(s) wait at threadgroup_barrier at div.metal:6:5" in message
+    assert "48 thread(s) already returned" in message
+
+
+def test_barriers_at_different_sites_are_divergence(sim):
+    lib = sim.compile_shader(DIVERGENT, name="div.metal")
+    out = np.zeros(64, dtype=np.float32)
+    with pytest.raises(sim.DivergenceError, match="div.metal:11.*div.metal:13|div.metal:13.*div.metal:11"):
+        lib.two_barriers(out, threads=64, group_size=64)
+
+
+def test_too_many_threads_per_group(sim):
+    lib = sim.compile_shader(DIVERGENT)
+    with pytest.raises(sim.LaunchError, match="1056 threads.*1024"):
+        lib.early_exit(np.zeros(2048, np.float32), threads=(66, 32), group_size=(33, 32))
+
+
+def test_threadgroup_memory_over_32k(sim):
+    lib = sim.compile_shader(BIG_TG)
+    with pytest.raises(sim.ThreadgroupMemoryError, match="32768"):
+        lib.too_much(np.zeros(64, np.float32), threads=64)
+
+
+def test_dynamic_threadgroup_memory(sim):
+    lib = sim.compile_shader(DYNAMIC_TG)
+    x = np.arange(100, dtype=np.float32)
+    lib.reverse_in_group(x, threads=100, group_size=50, threadgroup_memory={0: 50 * 4})
+    np.testing.assert_array_equal(x, np.r_[np.arange(50)[::-1], np.arange(50, 100)[::-1]])
+    with pytest.raises(sim.LaunchError, match="threadgroup_memory"):
+        lib.reverse_in_group(x, threads=100, group_size=50)
+    with pytest.raises(sim.ThreadgroupMemoryError):
+        lib.reverse_in_group(x, threads=100, group_size=50, threadgroup_memory={0: 40000})
+
+
+def test_stack_overflow_is_reported(sim):
+    lib = sim.compile_shader(RECURSION)
+    out = np.zeros(4, dtype=np.uint32)
+    lib.recurse(out, 3, threads=4, arg_casts={1: "int32"})   # shallow: fine
+    with pytest.raises(sim.StackOverflowError, match="stack overflow"):
+        lib.recurse(out, 100000, threads=4, arg_casts={1: "int32"})
+
+
+def test_integer_division_by_zero_is_reported(sim):
+    lib = sim.compile_shader(DIVIDE)
+    x = np.full(8, 10, dtype=np.int32)
+    y = np.array([1, 2, 5, 0, 1, 1, 1, 1], dtype=np.int32)
+    with pytest.raises(sim.DivisionTrapError) as info:
+        lib.divide(x, y, threads=8)
+    assert info.value.where.local == (3, 0, 0)
+
+
+def test_simulator_survives_errors(sim):
+    """After faults and divergence the runtime still runs kernels correctly."""
+    lib = sim.compile_shader(MISSING_BARRIER.replace(
+        "// missing threadgroup_barrier here", "threadgroup_barrier(mem_flags::mem_threadgroup);"))
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros(64, dtype=np.float32)
+    lib.rotate(x, out, threads=64, group_size=64)
+    np.testing.assert_array_equal(out, np.roll(x, -1))

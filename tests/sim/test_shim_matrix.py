@@ -1,0 +1,128 @@
+"""simdgroup_matrix: lane ownership, and a 64x64 matmul bit-identical to the sequential fma chain."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from shim_harness import compile_shader  # noqa: E402
+from shim_ref import fma_f32, to_bf16  # noqa: E402
+
+HEADER = "#include <metal_stdlib>\n#include <metal_simdgroup_matrix>\nusing namespace metal;\n"
+
+MATMUL = HEADER + """
+template <typename T, typename Acc>
+void mm(device const T* A, device const T* B, device Acc* C, uint n, uint2 tile) {
+    simdgroup_matrix<Acc, 8, 8> acc = make_filled_simdgroup_matrix<Acc, 8, 8>(Acc(0));
+    for (uint k = 0; k < n; k += 8) {
+        simdgroup_matrix<T, 8, 8> a, b;
+        simdgroup_load(a, A, n, ulong2(k, tile.y * 8));   // origin = (column, row)
+        simdgroup_load(b, B, n, ulong2(tile.x * 8, k));
+        simdgroup_multiply_accumulate(acc, a, b, acc);
+    }
+    simdgroup_store(acc, C, n, ulong2(tile.x * 8, tile.y * 8));
+}
+kernel void mm_f(device const float* A [[buffer(0)]], device const float* B [[buffer(1)]], device float* C [[buffer(2)]],
+                 constant uint& n [[buffer(3)]], uint2 tile [[threadgroup_position_in_grid]]) { mm(A, B, C, n, tile); }
+kernel void mm_h(device const half* A [[buffer(0)]], device const half* B [[buffer(1)]], device half* C [[buffer(2)]],
+                 constant uint& n [[buffer(3)]], uint2 tile [[threadgroup_position_in_grid]]) { mm(A, B, C, n, tile); }
+kernel void mm_b(device const bfloat* A [[buffer(0)]], device const bfloat* B [[buffer(1)]], device bfloat* C [[buffer(2)]],
+                 constant uint& n [[buffer(3)]], uint2 tile [[threadgroup_position_in_grid]]) { mm(A, B, C, n, tile); }
+kernel void mm_hf(device const half* A [[buffer(0)]], device const half* B [[buffer(1)]], device float* C [[buffer(2)]],
+                  constant uint& n [[buffer(3)]], uint2 tile [[threadgroup_position_in_grid]]) { mm(A, B, C, n, tile); }
+"""
+
+
+@pytest.fixture(scope="module")
+def lib():
+    return compile_shader(MATMUL)
+
+
+def _run(lib, name, a, b, out_dtype, n=64):
+    c = np.zeros((n, n), out_dtype)
+    getattr(lib, name)(a, b, c, np.uint32(n), threads=(n // 8 * 32, n // 8), group_size=(32, 1))
+    return c
+
+
+def _chain(a, b, round_tile=lambda v: v):
+    """Per element: acc = fma(a[i,k], b[k,j], acc) for k in order; round_tile after every 8 k."""
+    a, b = a.astype(np.float32), b.astype(np.float32)
+    acc = np.zeros((a.shape[0], b.shape[1]), np.float32)
+    for k0 in range(0, a.shape[1], 8):
+        acc = acc.astype(np.float32)
+        for k in range(k0, k0 + 8):
+            acc = fma_f32(a[:, k:k + 1], b[k:k + 1, :], acc)
+        acc = round_tile(acc)
+    return acc
+
+
+def test_lane_ownership_thread_elements():
+    lib = compile_shader(HEADER + """
+kernel void own(device const float* m [[buffer(0)]], device float* out [[buffer(1)]], device float* back [[buffer(2)]],
+                ushort lane [[thread_index_in_simdgroup]]) {
+    simdgroup_float8x8 a;
+    simdgroup_load(a, m);
+    float2 e = a.thread_elements();
+    out[2 * lane] = e.x; out[2 * lane + 1] = e.y;
+    a.thread_elements() = e * 2.0f;
+    simdgroup_store(a, back, 8, ulong2(0, 0), true);   // transposed store
+}
+""")
+    m = np.arange(64, dtype=np.float32).reshape(8, 8)
+    out = np.zeros(64, np.float32)
+    back = np.zeros((8, 8), np.float32)
+    lib.own(m, out, back, threads=32, group_size=32)
+    for lane in range(32):
+        q = lane // 4
+        row = (q & 4) + (lane // 2) % 4
+        col = (q & 2) * 2 + (lane % 2) * 2
+        assert out[2 * lane] == m[row, col] and out[2 * lane + 1] == m[row, col + 1]
+    assert np.array_equal(back, 2 * m.T)
+
+
+def test_matmul_float_bit_identical(lib):
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((64, 64)).astype(np.float32)
+    b = rng.standard_normal((64, 64)).astype(np.float32)
+    c = _run(lib, "mm_f", a, b, np.float32)
+    ref = _chain(a, b)
+    assert np.array_equal(c.view(np.uint32), ref.view(np.uint32))
+    # and a plain product differs from the chain somewhere: the test can tell orders apart
+    assert not np.array_equal(c, (a @ b).astype(np.float32))
+
+
+def test_matmul_half_and_bfloat(lib):
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((64, 64)).astype(np.float16)
+    b = rng.standard_normal((64, 64)).astype(np.float16)
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    # half accumulator: fp32 chain per 8x8 step, rounded to half after each step
+    c = _run(lib, "mm_h", a, b, np.float16)
+    assert np.array_equal(c, _chain(a, b, lambda v: v.astype(np.float16)).astype(np.float16))
+    assert np.max(np.abs(c - exact)) <= 64 * 2.0**-10 * np.max(np.abs(exact))   # stated tolerance
+    # half inputs, float accumulator: the fp32 chain itself
+    cf = _run(lib, "mm_hf", a, b, np.float32)
+    assert np.array_equal(cf, _chain(a, b))
+    # bfloat: stored as uint16 bit patterns
+    af = to_bf16(rng.standard_normal((64, 64)).astype(np.float32))
+    bf = to_bf16(rng.standard_normal((64, 64)).astype(np.float32))
+    a16 = (af.view(np.uint32) >> 16).astype(np.uint16)
+    b16 = (bf.view(np.uint32) >> 16).astype(np.uint16)
+    c16 = _run(lib, "mm_b", a16, b16, np.uint16)
+    got = (c16.astype(np.uint32) << 16).view(np.float32)
+    assert np.array_equal(got, _chain(af, bf, to_bf16))
+    exact = af.astype(np.float64) @ bf.astype(np.float64)
+    assert np.max(np.abs(got - exact)) <= 64 * 2.0**-7 * np.max(np.abs(exact))
+
+
+def test_matrix_op_needs_all_lanes():
+    lib = compile_shader(HEADER + """
+kernel void partial(device float* m [[buffer(0)]]) {
+    simdgroup_float8x8 a;
+    simdgroup_load(a, m);
+}
+""")
+    with pytest.raises(RuntimeError, match="inactive lanes"):
+        lib.partial(np.zeros(64, np.float32), threads=20, group_size=20)

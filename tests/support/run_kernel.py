@@ -1,0 +1,101 @@
+"""THE test helper: compile an unmodified @triton.jit kernel through msltrans and run it.
+
+`to_ttgir` + `lower_module`, then dispatch through the CPU simulator exactly as the
+contract says: grid (gx, gy, gz) → threads = (gx*T, gy, gz), group_size = (T, 1, 1).
+Until the Triton plugin's `kernel[grid](...)` path exists, every e2e test goes through here.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from msltrans.ir import read_module, read_ttgir_file, to_ttgir
+from msltrans.lower import MslProgram, lower_module
+
+_NP_TO_TRITON = {
+    np.dtype(np.float32): "*fp32", np.dtype(np.float16): "*fp16", np.dtype(np.int32): "*i32",
+    np.dtype(np.int64): "*i64", np.dtype(np.int16): "*i16", np.dtype(np.int8): "*i8",
+    np.dtype(np.uint8): "*u8", np.dtype(np.uint32): "*u32", np.dtype(np.bool_): "*i1",
+}
+SIM_INCLUDE = Path(__file__).resolve().parents[2] / "msltrans" / "sim" / "include"
+
+
+def signature_of(fn: Any, args: tuple, constexprs: dict) -> dict[str, str]:
+    names = [n for n in fn.arg_names if n not in constexprs]
+    sig = {}
+    for name, a in zip(names, args, strict=True):
+        if isinstance(a, np.ndarray):
+            sig[name] = _NP_TO_TRITON[a.dtype]
+        elif isinstance(a, bool):
+            sig[name] = "i1"
+        elif isinstance(a, int):
+            sig[name] = "i32" if -(2**31) <= a < 2**31 else "i64"
+        elif isinstance(a, float):
+            sig[name] = "fp32"
+        else:
+            raise TypeError(f"argument {name}: {type(a)}")
+    return sig
+
+
+def compile_kernel(fn: Any, args: tuple, num_warps: int = 4, **constexprs: Any) -> MslProgram:
+    sig = signature_of(fn, args, constexprs)
+    return lower_module(read_module(to_ttgir(fn, sig, constexprs, num_warps)))
+
+
+def compile_ttgir(path: str | Path) -> MslProgram:
+    return lower_module(read_ttgir_file(path))
+
+
+def check_msl_compiles(source: str) -> None:
+    """Syntax- and type-check MSL with clang against the simulator's metal_stdlib shim."""
+    clang = shutil.which("clang-19") or shutil.which("clang")
+    if clang is None:
+        return
+    # The simulator rewrites function-scope `threadgroup` arrays into runtime storage; plain
+    # OpenCL C++ only allows them in kernels, so the syntax check sees a pointer instead.
+    checked = re.sub(r"threadgroup (\w+) (\w+)\[(\d+)\];",
+                     r"threadgroup \1* \2 = (threadgroup \1*)0;", source)
+    with tempfile.NamedTemporaryFile("w", suffix=".metal", delete=False) as f:
+        f.write(checked)
+    cmd = [clang, "-x", "clcpp", "-cl-std=clc++2021", "-cl-no-stdinc", "-Xclang",
+           "-cl-ext=-cl_khr_fp64,-__opencl_c_fp64", "-Wno-unknown-attributes",
+           "-Wno-ignored-attributes", "-I", str(SIM_INCLUDE), "-fsyntax-only", f.name]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[:4000] + "\n--- MSL ---\n" + source
+
+
+def sim_or_skip() -> Any:
+    try:
+        import msltrans.sim as sim
+
+        sim.compile_shader  # noqa: B018 - the API the simulator helper is writing
+    except (ImportError, AttributeError):
+        pytest.skip("msltrans.sim.compile_shader is not available yet")
+    return sim
+
+
+def dispatch(program: MslProgram, grid: tuple[int, ...], args: tuple) -> None:
+    """Run on the simulator per the dispatch contract; arrays are updated in place."""
+    check_msl_compiles(program.source)
+    sim = sim_or_skip()
+    gx, gy, gz = (tuple(grid) + (1, 1, 1))[:3]
+    t = program.threads_per_group
+    lib = sim.compile_shader(program.source)
+    kernel = getattr(lib, program.kernel_name)
+    kernel(*args, threads=(gx * t, gy, gz), group_size=(t, 1, 1), arg_casts=program.arg_casts)
+
+
+def run_kernel(fn: Any, grid: tuple[int, ...], *args: Any, num_warps: int = 4,
+               **constexprs: Any) -> MslProgram:
+    """`fn[grid](*args, **constexprs)` through msltrans + the simulator."""
+    program = compile_kernel(fn, args, num_warps, **constexprs)
+    dispatch(program, grid, args)
+    return program
