@@ -27,6 +27,8 @@ examples:
       the TTGIR Triton produced for the Metal target, with its layouts
   msltrans dump kernel.ttgir --stage msl
       lower a saved TTGIR module (e.g. from TRITON_KERNEL_DUMP=1) without the front end
+  msltrans info
+      which engine (Apple GPU or CPU simulator) and target this machine gets
 
 signature inference (kernel.py input):
   an argument whose name ends in _ptr is *fp32 unless --signature says otherwise;
@@ -228,6 +230,26 @@ def _describe(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def _info() -> None:
+    """Which engine and target this machine gets, and whether Triton picks the Metal driver."""
+    import triton
+
+    from msltrans.backend.driver import MetalDriver, _other_gpu_driver_active, select_engine
+
+    print(f"msltrans {__import__('msltrans').__version__}, triton {triton.__version__}")
+    print(f"metal driver active: {MetalDriver.is_active()} "
+          f"(another GPU driver active: {_other_gpu_driver_active()})")
+    print(f"engine: {select_engine()} (MSLTRANS_ENGINE overrides)")
+    driver = MetalDriver()
+    print(f"target: {driver.get_current_target()}")
+    for key, value in driver.utils.get_device_properties(0).items():
+        print(f"  {key}: {value}")
+    if driver.engine_name == "sim":
+        from msltrans.sim import find_compiler
+
+        print(f"simulator compiler: {' '.join(find_compiler().argv)}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from msltrans.ir.pipeline import DEFAULT_CHIP
 
@@ -252,6 +274,8 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("--no-fp-fusion", action="store_true",
                       help="compile as enable_fp_fusion=False (no fma contraction of a*b+c)")
     dump.add_argument("--chip", default=DEFAULT_CHIP, help=f"target chip (default {DEFAULT_CHIP})")
+    sub.add_parser("info", help="show the engine, target and device properties",
+                   description="Show which engine (mps or sim) and target this machine gets.")
     return parser
 
 
@@ -260,11 +284,16 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     if os.environ.get("MSLTRANS_TRACEBACK"):  # for debugging msltrans itself
-        _compile_and_print(args)
+        if args.command == "info":
+            _info()
+        else:
+            _compile_and_print(args)
         return 0
     try:
         if args.command == "dump":
             _compile_and_print(args)
+        elif args.command == "info":
+            _info()
     except SystemExit:
         raise
     except (MetalNonRecoverableError, ValueError, KeyError, TypeError, AssertionError,

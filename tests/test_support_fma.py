@@ -31,7 +31,8 @@ def test_fma_matches_exact_rationals_on_hard_cases() -> None:
     c = (-(a.astype(np.float64) * b) * (1 + rng.standard_normal(n) * 1e-7)).astype(np.float32)
     c[::3] = rng.standard_normal(len(c[::3])).astype(np.float32) * 1e-8
     got = fma_f32(a, b, c)
-    want = np.array([_exact_fma(x, y, z) for x, y, z in zip(a, b, c)], dtype=np.float32)
+    want = np.array([_exact_fma(x, y, z) for x, y, z in zip(a, b, c, strict=True)],
+                    dtype=np.float32)
     assert np.array_equal(got.view(np.int32), want.view(np.int32))
     # And it differs from the two-rounding a*b+c somewhere, or the test proves nothing.
     assert not np.array_equal(got, (a * b) + c)

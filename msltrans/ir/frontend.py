@@ -69,7 +69,10 @@ def to_ttgir(fn_or_src: Any, signature: dict[str, str], constexprs: dict[str, An
     src = ASTSource(fn, sig, constexprs)
     ctx = ir.context()
     ir.load_dialects(ctx)
-    mod = src.make_ir(None, opt, {}, {}, ctx)
+    # tl.dot asks the target for minimum shapes; the Metal lowering has none (as the plugin's
+    # get_codegen_implementation says).
+    codegen_fns = {"min_dot_size": lambda lhs, rhs: (1, 1, 1)}
+    mod = src.make_ir(None, opt, codegen_fns, {}, ctx)
     make_ttir(mod, opt)
     make_ttgir(mod, opt)
     return mod

@@ -41,8 +41,12 @@ def sanitize(name: str) -> str:
 
 
 class Emitter:
-    def __init__(self, layouts: LayoutTable | None = None) -> None:
+    def __init__(self, layouts: LayoutTable | None = None, *,
+                 enable_fp_fusion: bool = True) -> None:
         self.layouts = layouts or LayoutTable()
+        self.enable_fp_fusion = enable_fp_fusion
+        self.uses: dict[int, int] = {}  # value id → number of operand uses (whole function)
+        self.producers: dict[int, Op] = {}  # value id → defining op
         self.lines: list[str] = []
         self._indent = 1
         self._names: dict[int, str] = {}
@@ -117,6 +121,25 @@ class Emitter:
             self.line(f"{self.ctype(v)} {name}[{self.regs(v)}];")
         return name
 
+    def declare_var(self, v: Value, hint: str | None = None) -> str:
+        """Declare a variable for `v` WITHOUT defining it, scalars included: the result
+        slot of a region op (scf.for / scf.if results) that its yields assign into."""
+        name = self.fresh(hint or v.name)
+        self.bind(v, name)
+        suffix = f"[{self.regs(v)}]" if self.is_tensor(v) else ""
+        self.line(f"{self.ctype(v)} {name}{suffix};")
+        return name
+
+    def assign(self, dst: str, dst_value: Value, src: Value) -> None:
+        """dst := src (register arrays element by element; same type and layout)."""
+        if self.is_tensor(dst_value) != self.is_tensor(src) or dst_value.type != src.type:
+            self.fail(f"assigning {src.type} to {dst_value.type}")
+        if not self.is_tensor(src):
+            self.line(f"{dst} = {self.name(src)};")
+            return
+        self.render("element_loop", reg=REG, regs=self.regs(src),
+                    body=f"{dst}[{REG}] = {self.name(src)}[{REG}];")
+
     def elementwise(self, op: Op, expr: Callable[..., str], result: int = 0) -> str:
         """out = expr(operand accesses...) per register; scalars in one statement."""
         out = op.results[result]
@@ -149,6 +172,24 @@ class Emitter:
                       "use a smaller BLOCK size")
         self.scratch_bytes = max(self.scratch_bytes, nbytes)
         return "msl_scratch"
+
+    def analyse(self, block: Block) -> None:
+        """Record uses and producers of every value (for pattern choices like fma)."""
+        for op in block.ops:
+            for v in op.operands:
+                self.uses[v.id] = self.uses.get(v.id, 0) + 1
+            for v in op.results:
+                self.producers[v.id] = op
+            for region in op.regions:
+                for inner in region.blocks:
+                    self.analyse(inner)
+
+    def single_use_producer(self, v: Value, name: str) -> Op | None:
+        """The op defining `v` if it is a `name` op and `v` has exactly one use."""
+        op = self.producers.get(v.id)
+        if op is not None and op.name == name and self.uses.get(v.id) == 1:
+            return op
+        return None
 
     def emit_block(self, block: Block) -> None:
         """Emit every op of a block in order (control-flow lowerings call this for

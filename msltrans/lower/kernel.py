@@ -8,6 +8,7 @@ from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir.model import Function, Module
 from msltrans.ir.types import PointerType, ScalarType
 from msltrans.lower import msl_types
+from msltrans.lower.cfg import emit_region
 from msltrans.lower.emitter import Emitter, sanitize
 from msltrans.lower.program import MslParam, MslProgram
 from msltrans.lower.templates import render
@@ -46,8 +47,13 @@ def _params(fn: Function, em: Emitter) -> tuple[list[MslParam], list[_ParamDecl]
     return params, decls
 
 
-def lower_module(module: Module, kernel: str | None = None) -> MslProgram:
-    """Lower the public function `kernel` (default: the only public one) to MSL."""
+def lower_module(module: Module, kernel: str | None = None, *,
+                 enable_fp_fusion: bool = True) -> MslProgram:
+    """Lower the public function `kernel` (default: the only public one) to MSL.
+
+    `enable_fp_fusion` is Triton's option of that name (default on, as in Triton): an fmul
+    whose only use is an fadd/fsub becomes one `fma()`, as NVIDIA's ptxas would fuse it.
+    """
     fn = module.function(kernel)
     if module.threads_per_warp != METAL_SIMD_WIDTH:
         raise MetalNonRecoverableError(
@@ -60,21 +66,22 @@ def lower_module(module: Module, kernel: str | None = None) -> MslProgram:
     if threads > MAX_THREADS:
         raise MetalNonRecoverableError(f"{threads} threads per threadgroup",
                                        location=fn.loc.short(), hint="num_warps <= 32")
-    em = Emitter()
+    em = Emitter(enable_fp_fusion=enable_fp_fusion)
     params, decls = _params(fn, em)
-    if len(fn.body.blocks) != 1:
-        raise MetalNonRecoverableError("function body with several blocks (unstructured "
-                                       "control flow)", location=fn.loc.short())
-    em.emit_block(fn.body.blocks[0])
+    for block in fn.body.blocks:
+        em.analyse(block)
+    em.module = module  # type: ignore[attr-defined]  # tt.call finds its callees here
+    emit_region(em, fn.body)  # several blocks when Triton lowered an early return
     layout_data = [ref.helper_data() for ref in em.layouts.all()]
-    scratch_words = (em.scratch_bytes + 15) // 16
+    scratch_bytes = (em.scratch_bytes + 15) // 16 * 16  # Metal's 16-byte granularity
+    scratch_words = scratch_bytes // 8
     name = sanitize(fn.name)
     source = render(
         "kernel.metal.j2", function=fn.name, source=fn.loc.short(), num_warps=module.num_warps,
         threads=threads, layouts=layout_data, prelude=em.prelude, kernel_name=name,
-        params=decls, scratch_words=scratch_words, scratch_bytes=scratch_words * 16,
+        params=decls, scratch_words=scratch_words, scratch_bytes=scratch_bytes,
         body=em.lines)
     return MslProgram(
         source=source, kernel_name=name, num_warps=module.num_warps, threads_per_group=threads,
-        params=tuple(params), shared_bytes=scratch_words * 16,
+        params=tuple(params), shared_bytes=scratch_bytes,
         layouts=tuple(ref.encoding for ref in em.layouts.all()))

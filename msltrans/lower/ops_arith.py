@@ -10,6 +10,7 @@ from msltrans.ir.model import Op
 from msltrans.ir.types import ScalarType, TensorType
 from msltrans.lower import msl_types
 from msltrans.lower.emitter import LANE, REG, WARP, Emitter
+from msltrans.lower.fp_int import float_to_int
 from msltrans.lower.registry import lowers
 from msltrans.lower.values import literal
 
@@ -68,9 +69,34 @@ def _float_binary(symbol: str):  # noqa: ANN202
 
 # IEEE + - * / per op: the simulator compiles without contraction, and Metal's safe math
 # (torch.mps.compile_shader) is correctly rounded for these.
-lowers("arith.addf")(_float_binary("+"))
-lowers("arith.subf")(_float_binary("-"))
 lowers("arith.mulf")(_float_binary("*"))
+
+
+def _fusable(em: Emitter, op: Op, index: int) -> Op | None:
+    if not em.enable_fp_fusion or em.ctype(op.results[0]) not in ("float", "half"):
+        return None
+    return em.single_use_producer(op.operands[index], "arith.mulf")
+
+
+@lowers("arith.addf", "arith.subf")
+def add_sub_f(em: Emitter, op: Op) -> None:
+    """a*b + c → fma(a, b, c) when the product has no other use (Triton's fp fusion);
+    LLVM prefers the left product when both sides are fusable, and so do we."""
+    symbol = "+" if op.name == "arith.addf" else "-"
+    for index in (0, 1):
+        mul = _fusable(em, op, index)
+        if mul is None:
+            continue
+        a, b = (em.at(v) for v in mul.operands)
+        other = em.at(op.operands[1 - index])
+        if index == 0:
+            c = other if symbol == "+" else f"-{other}"
+            em.elementwise(op, lambda *_: f"fma({a}, {b}, {c})")
+        else:
+            a = a if symbol == "+" else f"-{a}"
+            em.elementwise(op, lambda *_: f"fma({a}, {b}, {other})")
+        return
+    em.elementwise(op, lambda x, y: f"{x} {symbol} {y}")
 lowers("arith.divf")(_float_binary("/"))
 
 
@@ -202,9 +228,9 @@ def _float_to_int(is_unsigned: bool):  # noqa: ANN202
         _, dst = _in_out(em, op)
         if dst == "bool":
             em.fail("float to i1 conversion", "compare with 0 instead")
-        # Out-of-range inputs are poison in the IR; any result is allowed.
-        conv = msl_types.unsigned(dst) if is_unsigned else dst
-        em.elementwise(op, lambda a: f"{dst}({conv}({a}))")
+        # Poison (NaN, out of range) in the IR: follow NVIDIA's saturation (fp_int).
+        src = em.ctype(op.operands[0])
+        em.elementwise(op, lambda a: float_to_int(src, dst, is_unsigned, a))
     return lower
 
 

@@ -7,6 +7,7 @@ from msltrans.ir.types import PointerType, ScalarType
 from msltrans.lower import msl_types
 from msltrans.lower.emitter import Emitter
 from msltrans.lower.registry import lowers
+from msltrans.lower.support import need_support
 
 
 @lowers("tt.bitcast")
@@ -34,8 +35,12 @@ def fp_to_fp(em: Emitter, op: Op) -> None:
             em.fail(f"{t.name} has no Metal type", "fp8 conversions are not supported")
     dst = em.ctype(op.results[0])
     rounding = _ROUNDING.get(op.attrs.get("rounding"), op.attrs.get("rounding"))
-    if dst_t.bits < src_t.bits and rounding not in (None, "rtne"):
-        em.fail(f"fp_to_fp rounding mode {rounding}", "only round-to-nearest-even ('rtne')")
+    if dst_t.bits < src_t.bits and rounding not in (None, "rtne", "rtz"):
+        em.fail(f"fp_to_fp rounding mode {rounding}", "use 'rtne' or 'rtz'")
+    if dst_t.bits < src_t.bits and rounding == "rtz":
+        need_support(em)  # NVIDIA's cvt.rz: toward zero, overflow to the largest finite
+        em.elementwise(op, lambda a: f"msl_round_to_zero<{dst}>(float({a}))")
+        return
     if {src_t.name, dst_t.name} == {"f16", "bf16"}:
         em.elementwise(op, lambda a: f"{dst}(float({a}))")
     else:

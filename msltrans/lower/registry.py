@@ -58,3 +58,9 @@ def lookup(op: Op) -> Lowering:
 def supported_ops() -> list[str]:
     _load_families()
     return sorted(_REGISTRY)
+
+
+def lowering_of(name: str) -> Lowering:
+    """The lowering function registered for `name` (for docs and introspection)."""
+    _load_families()
+    return _REGISTRY[name]

@@ -80,10 +80,14 @@ def _scalar_converter(name: str, triton_type: str) -> Callable[[Any], Any]:
         return lambda v: int(bool(v))
     if triton_type in _UNSIGNED_BITS:
         bits = _UNSIGNED_BITS[triton_type]
-        # torch's arg caster goes through int64: send the two's-complement value of the
-        # same bits, so u64 values >= 2**63 (and u32 >= 2**31) keep their bit pattern.
-        return lambda v, b=bits: (int(v) & ((1 << b) - 1)) - ((1 << b) if int(v) & (1 << (b - 1))
-                                                           else 0)
+
+        def as_signed(value: Any) -> int:
+            # torch's arg caster goes through int64: send the two's-complement value with
+            # the same bits, so u64 values >= 2**63 (and u32 >= 2**31) keep their pattern.
+            v = int(value) & ((1 << bits) - 1)
+            return v - (1 << bits) if v >> (bits - 1) else v
+
+        return as_signed
     if triton_type in _SIGNED_BITS:
         return int
     raise MetalNonRecoverableError(f"argument `{name}` has Triton type {triton_type}, "
@@ -157,6 +161,10 @@ class Launcher:
             if param.get("buffer_index", i) != i:
                 raise MetalNonRecoverableError(
                     f"parameter `{name}` is bound to buffer {param['buffer_index']}, expected {i}")
+            if (param.get("kind") == "pointer") != ty.startswith("*"):
+                raise MetalNonRecoverableError(
+                    f"argument `{name}` is {ty} for Triton but a {param.get('kind')} buffer "
+                    "in the generated MSL")
             if ty.startswith("*"):
                 self.converters.append(_pointer_converter(name, ty, engine.device_type))
                 continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -22,6 +23,7 @@ from msltrans.sim.compiler import (
 from msltrans.sim.discover import find_kernels
 from msltrans.sim.entries import generate_entries
 from msltrans.sim.errors import CompileError
+from msltrans.sim.pch import PCH_CODEGEN, USE_PCH, prelude_pch, split_shim
 from msltrans.sim.prepare import mark_source, rewrite_threadgroup_decls, split_preprocessed
 from msltrans.sim.signatures import KernelSignature
 
@@ -70,37 +72,56 @@ def _run(argv: list[str], cwd: str, what: str, name: str, keep: Path | None) -> 
 
 
 def build(source: str, name: str, compiler: Compiler, key: str,
-          extra_includes: tuple[str, ...] = ()) -> Built:
+          include_dirs: tuple[str, ...] = ()) -> Built:
     """Compile `source` into cache_dir()/<key>.so and write its kernel metadata."""
     name = _safe_name(name)
     out_dir = cache_dir()
     library = out_dir / f"{key}.so"
     keep = out_dir / f"failed-{key[:16]}"
-    includes = [f for inc in extra_includes for f in ("-I", inc)] + include_flags()
+    includes = [f for inc in include_dirs for f in ("-I", inc)] + include_flags()
+    shim_dir = include_flags()[1]
     with tempfile.TemporaryDirectory(prefix="mslsim-") as work:
         Path(work, name).write_text(mark_source(source))
-        argv = [*compiler.argv, "-E", *LANGUAGE_FLAGS, *includes, *PRELUDE_FLAGS, name]
+        argv = [*compiler.argv, "-E", *LANGUAGE_FLAGS, *PCH_CODEGEN, *includes,
+                *PRELUDE_FLAGS, name]
         preprocessed = _run(argv, work, "preprocessing", name, keep)
-        pre = split_preprocessed(preprocessed, name)
-        pre.text, _ = rewrite_threadgroup_decls(pre)
-        kernels, text = find_kernels(pre)
+        pre = split_preprocessed(preprocessed, shim_dir)
+        # Kernel discovery first: it only blanks (lengths stay), so user ranges stay valid
+        # for the threadgroup rewrite, which changes lengths.
+        kernels, pre.text = find_kernels(pre)
+        text, _ = rewrite_threadgroup_decls(pre)
         if not kernels:
             raise CompileError(f"`{name}` defines no kernel (`kernel void f(...)`)")
         # Diagnostics quote source lines from disk: put the user's own text back.
         Path(work, name).write_text(source)
+        pch_flags: list[str] = []
+        prelude = None if os.environ.get("MSLTRANS_SIM_NO_PCH") else prelude_pch(compiler)
+        if prelude is not None:
+            shim_text, rest = split_shim(text, shim_dir)
+            if shim_text == prelude[1]:
+                text, pch_flags = rest, [*USE_PCH, str(prelude[0])]
         prepared = f"{name}.ii"
         Path(work, prepared).write_text(text + "\n" + generate_entries(kernels))
         tmp = temp_output(library)
-        argv = [*compiler.argv, *LANGUAGE_FLAGS, *CODEGEN_FLAGS, *includes, "-o", str(tmp),
-                prepared, "-x", "none", *compiler.link_flags]
+        argv = [*compiler.argv, *LANGUAGE_FLAGS, *CODEGEN_FLAGS, *includes, *pch_flags,
+                "-o", str(tmp), prepared, "-x", "none", *compiler.link_flags]
         try:
             _run(argv, work, "compiling", name, keep)
             os.replace(tmp, library)
         finally:
             tmp.unlink(missing_ok=True)
-    meta = {"name": name, "kernels": [k.to_json() for k in kernels]}
+    deps = {f: _file_hash(f) for f in sorted(pre.files)
+            if not f.startswith(("<", shim_dir)) and f != name and os.path.isfile(f)}
+    meta = {"name": name, "kernels": [k.to_json() for k in kernels], "deps": deps}
     atomic_write(out_dir / f"{key}.json", json.dumps(meta).encode())
     return Built(library, kernels)
+
+
+def _file_hash(path: str) -> str:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return ""
 
 
 def load_built(key: str) -> Built | None:
@@ -110,4 +131,7 @@ def load_built(key: str) -> Built | None:
     if not (library.exists() and meta_path.exists()):
         return None
     meta = json.loads(meta_path.read_text())
+    # Headers from include_dirs are not in the key: check the ones this build read.
+    if any(_file_hash(path) != digest for path, digest in meta.get("deps", {}).items()):
+        return None
     return Built(library, [KernelSignature.from_json(k) for k in meta["kernels"]])

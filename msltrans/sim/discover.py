@@ -11,7 +11,12 @@ from msltrans.sim.errors import CompileError
 from msltrans.sim.prepare import KERNEL_MARK, Preprocessed
 from msltrans.sim.signatures import KernelSignature, parse_params
 
-_HOST_NAME = re.compile(r'host_name\s*\(\s*"([^"]*)"\s*\)')
+_HOST_NAME = re.compile(r'host_name\s*\(((?:\s*"(?:\\.|[^"\\])*")+)\s*\)')
+
+
+def _host_names(attribute: str) -> list[str]:
+    """host_name("a" "b") -> ["ab"]: adjacent literals concatenate (macros build names)."""
+    return ["".join(re.findall(r'"((?:\\.|[^"\\])*)"', m)) for m in _HOST_NAME.findall(attribute)]
 _MARK = re.compile(r"\[\[\s*" + KERNEL_MARK + r"\s*\]\]|\b" + KERNEL_MARK + r"\b")
 _INSTANTIATION = re.compile(r"\btemplate\s*(?=\[\[)")
 
@@ -44,7 +49,7 @@ def _skip_blanks_and_attributes(text: str, pos: int, host: list[str],
             pos += 1
         if text.startswith("[[", pos):
             end = text.index("]]", pos) + 2
-            host.extend(_HOST_NAME.findall(text[pos:end]))
+            host.extend(_host_names(text[pos:end]))
             if spans is not None:
                 spans.append((pos, end))
             pos = end
@@ -92,7 +97,7 @@ def _is_template_definition(text: str, pos: int, host: list[str]) -> bool:
             i -= 1
         if text.endswith("]]", 0, i):
             start = text.rfind("[[", 0, i)
-            host.extend(_HOST_NAME.findall(text[start:i]))
+            host.extend(_host_names(text[start:i]))
             i = start
             continue
         break

@@ -217,13 +217,20 @@ def _config_hash() -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def compile_shader(source: str, name: str = "shader.metal") -> Library:
-    """Compile MSL for the CPU simulator (cached in memory and on disk)."""
-    key = hashlib.sha256((_config_hash() + "\0" + name + "\0" + source).encode()).hexdigest()
+def compile_shader(source: str, name: str = "shader.metal",
+                   include_dirs: list[str] | tuple[str, ...] = ()) -> Library:
+    """Compile MSL for the CPU simulator (cached in memory and on disk).
+
+    `name` is the file name diagnostics and fault reports show; `include_dirs` are searched
+    for `#include "..."`/`<...>` before the shim (their headers' contents are checked when a
+    cached build is reused)."""
+    dirs = tuple(str(Path(d).resolve()) for d in include_dirs)
+    text = "\0".join([_config_hash(), name, *dirs, source])
+    key = hashlib.sha256(text.encode()).hexdigest()
     cached = _loaded.get(key)
     if cached is not None:
         return cached
-    built = load_built(key) or build(source, name, find_compiler(), key)
+    built = load_built(key) or build(source, name, find_compiler(), key, dirs)
     library = Library(built.library, built.kernels, source, Path(name).name)
     _loaded[key] = library
     return library

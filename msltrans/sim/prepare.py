@@ -39,16 +39,34 @@ def mark_source(source: str) -> str:
         return match.group(0)
 
     marked = _RAW_TOKENS.sub(replace, source)
-    return f"{marked}\n{PROBE_BEGIN} threadgroup {PROBE_END}\n"
+    return f"{_mark_included_kernels(marked)}\n{PROBE_BEGIN} threadgroup {PROBE_END}\n"
+
+
+_INCLUDE_LINE = re.compile(r"^[ \t]*#[ \t]*include\b[^\n]*$", re.M)
+
+
+def _mark_included_kernels(source: str) -> str:
+    """After each #include, make `kernel` in later included headers expand to the marker
+    too (the shim defines it empty); `#line` keeps the user's line numbers."""
+    out, last = [], 0
+    for match in _INCLUDE_LINE.finditer(source):
+        line = source.count("\n", 0, match.end()) + 1
+        out.append(source[last:match.end()])
+        out.append(f"\n#undef kernel\n#define kernel {KERNEL_MARK}\n#line {line + 1}")
+        last = match.end()
+    out.append(source[last:])
+    return "".join(out)
 
 
 @dataclass
 class Preprocessed:
-    """Preprocessed text plus which character ranges came from the user's own file."""
+    """Preprocessed text plus which character ranges are user code: the main file and any
+    header it includes, except the shim's own headers and clang's built-in buffers."""
 
     text: str
     user_ranges: list[tuple[int, int]]
     threadgroup_expansion: str
+    files: set[str]
 
     def in_user_code(self, pos: int) -> bool:
         return any(start <= pos < end for start, end in self.user_ranges)
@@ -57,22 +75,28 @@ class Preprocessed:
 _LINE_MARKER = re.compile(r'^#\s*\d+\s+"((?:\\.|[^"\\])*)"[^\n]*$', re.M)
 
 
-def split_preprocessed(text: str, main_file: str) -> Preprocessed:
+def split_preprocessed(text: str, shim_dir: str) -> Preprocessed:
     """Find the user's ranges from the line markers and take out the probe line."""
     ranges: list[tuple[int, int]] = []
-    current, start = None, 0
+    files: set[str] = set()
+    current, start = "<built-in>", 0
+
+    def is_user(name: str) -> bool:
+        return not (name.startswith("<") or name.startswith(shim_dir))
+
     for marker in _LINE_MARKER.finditer(text):
-        if current == main_file:
+        if is_user(current):
             ranges.append((start, marker.start()))
         current, start = marker.group(1), marker.end()
-    if current == main_file:
+        files.add(current)
+    if is_user(current):
         ranges.append((start, len(text)))
     probe = re.search(re.escape(PROBE_BEGIN) + r"(.*?)" + re.escape(PROBE_END), text, re.S)
     if probe is None:
         raise ValueError("the threadgroup probe line vanished during preprocessing")
     expansion = probe.group(1).strip()
     text = text[:probe.start()] + " " * (probe.end() - probe.start()) + text[probe.end():]
-    return Preprocessed(text, ranges, expansion)
+    return Preprocessed(text, ranges, expansion, files)
 
 
 _OPEN, _CLOSE = "([{", ")]}"

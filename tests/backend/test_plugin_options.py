@@ -86,3 +86,28 @@ def test_codegen_implementation_has_min_dot_size():
     fns = BACKEND.get_codegen_implementation(MetalOptions())
     assert fns["min_dot_size"](None, None) == (1, 1, 1)
     assert BACKEND.get_module_map() == {}
+
+
+def test_store_binary_only_is_refused(monkeypatch):
+    monkeypatch.setenv("TRITON_STORE_BINARY_ONLY", "1")
+    with pytest.raises(MetalNonRecoverableError, match="TRITON_STORE_BINARY_ONLY"):
+        BACKEND.parse_options({})
+
+
+@pytest.mark.parametrize("fusion", [True, False])
+def test_fp_fusion_reaches_a_lowering_that_accepts_it(monkeypatch, fusion):
+    import msltrans.ir
+    import msltrans.lower
+    from msltrans.backend.compiler import lower_ttgir
+
+    seen = {}
+
+    def lower_module(module, kernel=None, *, enable_fp_fusion=True):
+        seen["module"], seen["fusion"] = module, enable_fp_fusion
+        return "program"
+
+    monkeypatch.setattr(msltrans.ir, "read_module", lambda mod: ("read", mod))
+    monkeypatch.setattr(msltrans.lower, "lower_module", lower_module)
+    opt = BACKEND.parse_options({"enable_fp_fusion": fusion})
+    assert lower_ttgir("ttgir", opt) == "program"
+    assert seen == {"module": ("read", "ttgir"), "fusion": fusion}

@@ -147,3 +147,11 @@ def test_console_script_help_teaches():
     assert out.returncode == 0
     assert "examples:" in out.stdout and "--signature n_elements=i32" in out.stdout
     assert "_ptr is *fp32" in out.stdout
+
+
+def test_info_reports_engine_and_limits(capsys, monkeypatch):
+    monkeypatch.setenv("MSLTRANS_ENGINE", "sim")
+    code, out, err = run(capsys, "info")
+    assert code == 0, err
+    assert "engine: sim" in out and "max_shared_mem: 32768" in out
+    assert "target: GPUTarget(backend='metal'" in out

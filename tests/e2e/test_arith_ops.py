@@ -8,6 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from msltrans.ir import read_ttgir_file
+from msltrans.lower import lower_module
+from tests.support.fma import fma_f32
 from tests.support.run_kernel import compile_ttgir, dispatch
 from tests.support.ttgir_gen import elementwise_kernel_1d, write
 
@@ -151,6 +154,30 @@ def test_select_and_float_binary(tmp_path: Path) -> None:
                %res = arith.select %lt, %z, %x0 : {_t('i1')}, {_t('f32')}"""
     got = _run(tmp_path, ["f32", "f32"], "f32", body, [a, b], np.float32)
     with np.errstate(all="ignore"):
-        z = (a + b) * (a / b) - b
+        # The product's only use is the subtraction: fused into one fma (Triton's default).
+        z = fma_f32(a + b, a / b, -b)
         want = np.where(a < b, z, a).astype(np.float32)
     assert got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("fusion", [True, False])
+def test_fp_fusion_rule(tmp_path: Path, fusion: bool) -> None:
+    rng = np.random.default_rng(5)
+    a, b, c = (rng.standard_normal(500).astype(np.float32) for _ in range(3))
+    body = f"""%p = arith.mulf %x0, %x1 : {_t('f32')}
+               %q = arith.mulf %x1, %x2 : {_t('f32')}
+               %s1 = arith.addf %x2, %p : {_t('f32')}
+               %s2 = arith.subf %s1, %q : {_t('f32')}
+               %res = arith.addf %s2, %q : {_t('f32')}"""
+    text = elementwise_kernel_1d(BLOCK, WARPS, ["f32"] * 3, "f32", body)
+    program = lower_module(read_ttgir_file(write(tmp_path, "fuse", text)),
+                           enable_fp_fusion=fusion)
+    out = np.zeros(500, np.float32)
+    dispatch(program, ((500 + BLOCK - 1) // BLOCK,), (a, b, c, out, 500))
+    if fusion:  # %p has one use (fused); %q has two (kept apart)
+        want = (fma_f32(a, b, c) - b * c) + b * c
+        assert program.source.count("fma(") == 1
+    else:
+        want = ((c + a * b) - b * c) + b * c
+        assert "fma(" not in program.source
+    assert out.tobytes() == want.astype(np.float32).tobytes()

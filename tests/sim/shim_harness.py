@@ -23,12 +23,20 @@ INCLUDE = ROOT / "msltrans" / "sim" / "include"
 RUNTIME = ROOT / "msltrans" / "sim" / "runtime"
 CLANG = os.environ.get("MSLTRANS_CLANG", "clang-19")
 FLAGS = [
-    "-x", "clcpp", "-cl-std=clc++2021", "-cl-no-stdinc",
-    "-Xclang", "-cl-ext=-cl_khr_fp64,-__opencl_c_fp64", "-ffp-contract=off",
-    "-O2", "-fPIC", "-shared",
+    "-x",
+    "clcpp",
+    "-cl-std=clc++2021",
+    "-cl-no-stdinc",
+    "-Xclang",
+    "-cl-ext=-cl_khr_fp64,-__opencl_c_fp64",
+    "-ffp-contract=off",
+    "-O2",
+    "-fPIC",
+    "-shared",
     # Apple's compiler predefines these; third-party headers test them before including
     # metal_stdlib (c10/metal/common.h does).
-    "-D__METAL__=1", "-D__METAL_VERSION__=320",
+    "-D__METAL__=1",
+    "-D__METAL_VERSION__=320",
 ]
 CACHE = Path(tempfile.gettempdir()) / f"msl_shim_tests_{os.getuid()}"
 
@@ -68,32 +76,60 @@ def runtime() -> ctypes.CDLL:
         key = hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
         lib = CACHE / f"libmslsim_{key}.so"
         if not lib.exists():
-            subprocess.run([CLANG, "-O2", "-fPIC", "-shared", "-o", str(lib), *map(str, files)],
-                           check=True, capture_output=True)
+            subprocess.run(
+                [CLANG, "-O2", "-fPIC", "-shared", "-o", str(lib), *map(str, files)],
+                check=True,
+                capture_output=True,
+            )
         _runtime = ctypes.CDLL(str(lib), mode=ctypes.RTLD_GLOBAL)
     return _runtime
 
 
 class Launch(ctypes.Structure):
-    _fields_ = [("entry", ctypes.c_void_p), ("buffers", ctypes.c_void_p), ("n_buffers", ctypes.c_uint),
-                ("n_tg", ctypes.c_uint), ("tg_lengths", ctypes.c_void_p), ("threads", ctypes.c_uint * 3),
-                ("group_size", ctypes.c_uint * 3), ("schedule", ctypes.c_uint),
-                ("interleave", ctypes.c_uint), ("seed", ctypes.c_ulonglong)]
+    _fields_ = [
+        ("entry", ctypes.c_void_p),
+        ("buffers", ctypes.c_void_p),
+        ("n_buffers", ctypes.c_uint),
+        ("n_tg", ctypes.c_uint),
+        ("tg_lengths", ctypes.c_void_p),
+        ("threads", ctypes.c_uint * 3),
+        ("group_size", ctypes.c_uint * 3),
+        ("schedule", ctypes.c_uint),
+        ("interleave", ctypes.c_uint),
+        ("seed", ctypes.c_ulonglong),
+    ]
 
 
 class Report(ctypes.Structure):
-    _fields_ = [("kind", ctypes.c_int), ("is_write", ctypes.c_int), ("signo", ctypes.c_int),
-                ("group", ctypes.c_uint * 3), ("local", ctypes.c_uint * 3), ("local_index", ctypes.c_uint),
-                ("fault_addr", ctypes.c_ulonglong), ("pc", ctypes.c_ulonglong), ("pc_offset", ctypes.c_ulonglong),
-                ("tg_static_bytes", ctypes.c_ulong), ("groups_run", ctypes.c_ulonglong),
-                ("object_path", ctypes.c_char * 512), ("message", ctypes.c_char * 2048)]
+    _fields_ = [
+        ("kind", ctypes.c_int),
+        ("is_write", ctypes.c_int),
+        ("signo", ctypes.c_int),
+        ("group", ctypes.c_uint * 3),
+        ("local", ctypes.c_uint * 3),
+        ("local_index", ctypes.c_uint),
+        ("fault_addr", ctypes.c_ulonglong),
+        ("pc", ctypes.c_ulonglong),
+        ("pc_offset", ctypes.c_ulonglong),
+        ("tg_static_bytes", ctypes.c_ulong),
+        ("groups_run", ctypes.c_ulonglong),
+        ("object_path", ctypes.c_char * 512),
+        ("message", ctypes.c_char * 2048),
+    ]
 
 
 _BUILTIN = {
-    "thread_position_in_grid", "threadgroup_position_in_grid", "thread_position_in_threadgroup",
-    "threads_per_threadgroup", "threadgroups_per_grid", "threads_per_grid",
-    "thread_index_in_threadgroup", "simdgroup_index_in_threadgroup", "thread_index_in_simdgroup",
-    "threads_per_simdgroup", "simdgroups_per_threadgroup",
+    "thread_position_in_grid",
+    "threadgroup_position_in_grid",
+    "thread_position_in_threadgroup",
+    "threads_per_threadgroup",
+    "threadgroups_per_grid",
+    "threads_per_grid",
+    "thread_index_in_threadgroup",
+    "simdgroup_index_in_threadgroup",
+    "thread_index_in_simdgroup",
+    "threads_per_simdgroup",
+    "simdgroups_per_threadgroup",
 }
 _KERNEL = re.compile(r"\bkernel\s+void\s+(\w+)\s*\(([^)]*(?:\([^)]*\)[^)]*)*)\)\s*\{", re.S)
 
@@ -113,7 +149,9 @@ def _wrapper(name: str, params: str) -> tuple[str, int, int]:
         if kind in _BUILTIN:
             field = f"t->{kind}"
             base = typ.replace("const", "").strip()
-            if kind.startswith(("thread_index", "simdgroup_index", "threads_per_simd", "simdgroups_per")):
+            if kind.startswith(
+                ("thread_index", "simdgroup_index", "threads_per_simd", "simdgroups_per")
+            ):
                 args.append(f"({base}){field}")
             elif base.endswith("3"):
                 args.append(f"{base}({field}[0], {field}[1], {field}[2])")
@@ -132,8 +170,11 @@ def _wrapper(name: str, params: str) -> tuple[str, int, int]:
             else:
                 args.append(f"({typ})(unsigned long)b[{i}]")
     body = ", ".join(args)
-    code = (f'\nextern "C" void __entry_{name}(void *const *b, void *const *tg, const msl_sim_thread *t) '
-            f"{{ (void)b; (void)tg; {name}({body}); }}\n")
+    code = (
+        f'\nextern "C" void __entry_{name}(void *const *b, void *const *tg, '
+        f"const msl_sim_thread *t) "
+        f"{{ (void)b; (void)tg; {name}({body}); }}\n"
+    )
     return code, nbuf, ntg
 
 
@@ -143,20 +184,39 @@ class Kernel:
         self.name, self.nbuf, self.ntg = name, nbuf, ntg
 
     def __call__(self, *args, threads, group_size, threadgroup=(), schedule=0):
-        threads = (threads, 1, 1) if isinstance(threads, int) else tuple(threads) + (1,) * (3 - len(threads))
-        group = (group_size, 1, 1) if isinstance(group_size, int) else tuple(group_size) + (1,) * (3 - len(group_size))
+        threads = (
+            (threads, 1, 1)
+            if isinstance(threads, int)
+            else tuple(threads) + (1,) * (3 - len(threads))
+        )
+        group = (
+            (group_size, 1, 1)
+            if isinstance(group_size, int)
+            else tuple(group_size) + (1,) * (3 - len(group_size))
+        )
         keep = []
         for a in args:
             keep.append(a if isinstance(a, np.ndarray) else np.array(a))
         ptrs = (ctypes.c_void_p * max(1, len(keep)))(*[k.ctypes.data for k in keep])
         tgl = (ctypes.c_ulong * max(1, len(threadgroup)))(*threadgroup)
-        launch = Launch(ctypes.cast(self.fn, ctypes.c_void_p), ctypes.cast(ptrs, ctypes.c_void_p), len(keep),
-                        len(threadgroup), ctypes.cast(tgl, ctypes.c_void_p), (ctypes.c_uint * 3)(*threads),
-                        (ctypes.c_uint * 3)(*group), schedule, 0, 0)
+        launch = Launch(
+            ctypes.cast(self.fn, ctypes.c_void_p),
+            ctypes.cast(ptrs, ctypes.c_void_p),
+            len(keep),
+            len(threadgroup),
+            ctypes.cast(tgl, ctypes.c_void_p),
+            (ctypes.c_uint * 3)(*threads),
+            (ctypes.c_uint * 3)(*group),
+            schedule,
+            0,
+            0,
+        )
         rep = Report()
         rc = runtime().msl_sim_dispatch(ctypes.byref(launch), ctypes.byref(rep))
         if rc != 0 or rep.kind != 0:
-            raise RuntimeError(f"dispatch failed ({rep.kind}): {rep.message.decode(errors='replace')}")
+            raise RuntimeError(
+                f"dispatch failed ({rep.kind}): {rep.message.decode(errors='replace')}"
+            )
 
 
 class Library:
@@ -218,6 +278,7 @@ def compile_shader(source: str, include_dirs: list[str] | None = None):
     real = _real_compile_shader()
     if real is not None:
         import inspect
+
         params = inspect.signature(real).parameters
         if not include_dirs:
             return _RealLibrary(real(source))

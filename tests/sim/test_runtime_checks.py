@@ -218,3 +218,39 @@ def test_simulator_survives_errors(sim):
     out = np.zeros(64, dtype=np.float32)
     lib.rotate(x, out, threads=64, group_size=64)
     np.testing.assert_array_equal(out, np.roll(x, -1))
+
+
+SIMD = HEADER + """
+kernel void lane_sums(device float* out [[buffer(0)]], uint lane [[thread_index_in_simdgroup]],
+                      uint gid [[thread_position_in_grid]]) {
+    float total = simd_sum(float(gid));
+    float next = simd_shuffle_down(float(gid), ushort(1));
+    out[gid * 2] = total;
+    out[gid * 2 + 1] = next;
+}
+kernel void divergent_simd(device float* out [[buffer(0)]], uint lane [[thread_index_in_simdgroup]]) {
+    if (lane < 8) {
+        out[lane] = simd_sum(1.0f);
+    } else {
+        out[lane] = simd_sum(2.0f);
+    }
+}
+"""
+
+
+def test_simd_ops_with_partial_simdgroup(sim):
+    lib = sim.compile_shader(SIMD)
+    out = np.zeros(2 * 40, dtype=np.float32)
+    lib.lane_sums(out, threads=40, group_size=40)   # simdgroups of 32 and 8 lanes
+    pairs = out.reshape(40, 2)
+    gid = np.arange(40, dtype=np.float32)
+    np.testing.assert_array_equal(pairs[:32, 0], gid[:32].sum())
+    np.testing.assert_array_equal(pairs[32:, 0], gid[32:].sum())
+    np.testing.assert_array_equal(pairs[:31, 1], gid[1:32])
+    np.testing.assert_array_equal(pairs[32:39, 1], gid[33:40])
+
+
+def test_simd_op_at_different_sites_is_divergence(sim):
+    lib = sim.compile_shader(SIMD, name="simd.metal")
+    with pytest.raises(sim.DivergenceError, match="divergent SIMD op in simdgroup 0"):
+        lib.divergent_simd(np.zeros(32, np.float32), threads=32, group_size=32)

@@ -1,5 +1,7 @@
 """Atomics of the shim: an int histogram, float atomic add, CAS loops, threadgroup atomics."""
 
+# ruff: noqa: E501 -- embedded MSL sources keep their own line structure
+
 import sys
 from pathlib import Path
 
@@ -12,7 +14,9 @@ HEADER = "#include <metal_stdlib>\nusing namespace metal;\n"
 
 
 def test_histogram_int_atomics():
-    lib = compile_shader(HEADER + """
+    lib = compile_shader(
+        HEADER
+        + """
 kernel void hist(device const uint* x [[buffer(0)]], device atomic_uint* bins [[buffer(1)]],
                  device atomic_int* mx [[buffer(2)]], threadgroup atomic_int* local_bins [[threadgroup(0)]],
                  uint gid [[thread_position_in_grid]], uint tid [[thread_index_in_threadgroup]]) {
@@ -25,7 +29,8 @@ kernel void hist(device const uint* x [[buffer(0)]], device atomic_uint* bins [[
         atomic_fetch_add_explicit(&bins[tid], uint(atomic_load_explicit(&local_bins[tid], memory_order_relaxed)),
                                   memory_order_relaxed);
 }
-""")
+"""
+    )
     rng = np.random.default_rng(2)
     x = rng.integers(0, 1000, 4096).astype(np.uint32)
     bins = np.zeros(16, np.uint32)
@@ -36,7 +41,9 @@ kernel void hist(device const uint* x [[buffer(0)]], device atomic_uint* bins [[
 
 
 def test_float_atomic_add_and_cas_loop():
-    lib = compile_shader(HEADER + """
+    lib = compile_shader(
+        HEADER
+        + """
 kernel void fadd(device const float* x [[buffer(0)]], device atomic_float* total [[buffer(1)]],
                  device atomic_uint* hsum [[buffer(2)]], device atomic<int>* xchg [[buffer(3)]],
                  uint gid [[thread_position_in_grid]]) {
@@ -50,7 +57,8 @@ kernel void fadd(device const float* x [[buffer(0)]], device atomic_float* total
     } while (!atomic_compare_exchange_weak_explicit(hsum, &old, desired, memory_order_relaxed, memory_order_relaxed));
     atomic_exchange_explicit(xchg, int(gid), memory_order_relaxed);
 }
-""")
+"""
+    )
     x = (np.arange(300, dtype=np.float32) * 0.25).astype(np.float32)
     total = np.zeros(1, np.float32)
     hsum = np.zeros(1, np.uint32)

@@ -1,5 +1,7 @@
 """simdgroup_matrix: lane ownership, and a 64x64 matmul bit-identical to the sequential fma chain."""
 
+# ruff: noqa: E501 -- embedded MSL sources keep their own line structure
+
 import sys
 from pathlib import Path
 
@@ -12,7 +14,9 @@ from shim_ref import fma_f32, to_bf16  # noqa: E402
 
 HEADER = "#include <metal_stdlib>\n#include <metal_simdgroup_matrix>\nusing namespace metal;\n"
 
-MATMUL = HEADER + """
+MATMUL = (
+    HEADER
+    + """
 template <typename T, typename Acc>
 void mm(device const T* A, device const T* B, device Acc* C, uint n, uint2 tile) {
     simdgroup_matrix<Acc, 8, 8> acc = make_filled_simdgroup_matrix<Acc, 8, 8>(Acc(0));
@@ -33,6 +37,7 @@ kernel void mm_b(device const bfloat* A [[buffer(0)]], device const bfloat* B [[
 kernel void mm_hf(device const half* A [[buffer(0)]], device const half* B [[buffer(1)]], device float* C [[buffer(2)]],
                   constant uint& n [[buffer(3)]], uint2 tile [[threadgroup_position_in_grid]]) { mm(A, B, C, n, tile); }
 """
+)
 
 
 @pytest.fixture(scope="module")
@@ -53,13 +58,15 @@ def _chain(a, b, round_tile=lambda v: v):
     for k0 in range(0, a.shape[1], 8):
         acc = acc.astype(np.float32)
         for k in range(k0, k0 + 8):
-            acc = fma_f32(a[:, k:k + 1], b[k:k + 1, :], acc)
+            acc = fma_f32(a[:, k : k + 1], b[k : k + 1, :], acc)
         acc = round_tile(acc)
     return acc
 
 
 def test_lane_ownership_thread_elements():
-    lib = compile_shader(HEADER + """
+    lib = compile_shader(
+        HEADER
+        + """
 kernel void own(device const float* m [[buffer(0)]], device float* out [[buffer(1)]], device float* back [[buffer(2)]],
                 ushort lane [[thread_index_in_simdgroup]]) {
     simdgroup_float8x8 a;
@@ -69,7 +76,8 @@ kernel void own(device const float* m [[buffer(0)]], device float* out [[buffer(
     a.thread_elements() = e * 2.0f;
     simdgroup_store(a, back, 8, ulong2(0, 0), true);   // transposed store
 }
-""")
+"""
+    )
     m = np.arange(64, dtype=np.float32).reshape(8, 8)
     out = np.zeros(64, np.float32)
     back = np.zeros((8, 8), np.float32)
@@ -101,7 +109,7 @@ def test_matmul_half_and_bfloat(lib):
     # half accumulator: fp32 chain per 8x8 step, rounded to half after each step
     c = _run(lib, "mm_h", a, b, np.float16)
     assert np.array_equal(c, _chain(a, b, lambda v: v.astype(np.float16)).astype(np.float16))
-    assert np.max(np.abs(c - exact)) <= 64 * 2.0**-10 * np.max(np.abs(exact))   # stated tolerance
+    assert np.max(np.abs(c - exact)) <= 64 * 2.0**-10 * np.max(np.abs(exact))  # stated tolerance
     # half inputs, float accumulator: the fp32 chain itself
     cf = _run(lib, "mm_hf", a, b, np.float32)
     assert np.array_equal(cf, _chain(a, b))
@@ -118,11 +126,37 @@ def test_matmul_half_and_bfloat(lib):
 
 
 def test_matrix_op_needs_all_lanes():
-    lib = compile_shader(HEADER + """
+    lib = compile_shader(
+        HEADER
+        + """
 kernel void partial(device float* m [[buffer(0)]]) {
     simdgroup_float8x8 a;
     simdgroup_load(a, m);
 }
-""")
+"""
+    )
     with pytest.raises(RuntimeError, match="inactive lanes"):
         lib.partial(np.zeros(64, np.float32), threads=20, group_size=20)
+
+
+def test_threadgroup_load_store_and_diagonal():
+    lib = compile_shader(
+        HEADER
+        + """
+kernel void tgm(device const float* m [[buffer(0)]], device float* out [[buffer(1)]],
+                threadgroup float* scratch [[threadgroup(0)]]) {
+    simdgroup_float8x8 a, d = simdgroup_float8x8(3.0f), r;
+    simdgroup_load(a, m, 16, ulong2(8, 0));          // right half of a 8x16 block
+    simdgroup_store(a, scratch, 8);
+    simdgroup_barrier(mem_flags::mem_threadgroup);
+    simdgroup_float8x8 b;
+    simdgroup_load(b, scratch, 8, ulong2(0, 0), true);
+    simdgroup_multiply(r, b, d);                     // b^T * 3I
+    simdgroup_store(r, out, 8);
+}
+"""
+    )
+    m = np.arange(128, dtype=np.float32).reshape(8, 16)
+    out = np.zeros((8, 8), np.float32)
+    lib.tgm(m, out, threads=32, group_size=32, threadgroup=[256])
+    assert np.array_equal(out, 3 * m[:, 8:].T)

@@ -1,5 +1,7 @@
 """SIMD-group functions and barriers of the shim, run on the simulator's scheduler."""
 
+# ruff: noqa: E501 -- embedded MSL sources keep their own line structure
+
 import sys
 from pathlib import Path
 
@@ -17,7 +19,9 @@ def lane_order_sum(v):
 
 
 def test_threadgroup_reduction_simd_sum_and_barriers():
-    lib = compile_shader(HEADER + """
+    lib = compile_shader(
+        HEADER
+        + """
 kernel void reduce(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
                    threadgroup float* partial [[threadgroup(0)]],
                    uint gid [[thread_position_in_grid]], uint tid [[thread_index_in_threadgroup]],
@@ -32,7 +36,8 @@ kernel void reduce(device const float* x [[buffer(0)]], device float* out [[buff
         if (lane == 0) out[group] = v;
     }
 }
-""")
+"""
+    )
     rng = np.random.default_rng(0)
     tg, groups = 256, 8
     x = rng.standard_normal(tg * groups).astype(np.float32)
@@ -40,12 +45,17 @@ kernel void reduce(device const float* x [[buffer(0)]], device float* out [[buff
     lib.reduce(x, out, threads=tg * groups, group_size=tg, threadgroup=[8 * 4])
     xs = x.reshape(groups, tg // 32, 32)
     for g in range(groups):
-        partial = np.array([lane_order_sum(xs[g, s]) for s in range(tg // 32)] + [0.0] * (32 - tg // 32), np.float32)
+        partial = np.array(
+            [lane_order_sum(xs[g, s]) for s in range(tg // 32)] + [0.0] * (32 - tg // 32),
+            np.float32,
+        )
         assert out[g] == lane_order_sum(partial)
 
 
 def test_prefix_sums_products_and_partial_simdgroup():
-    lib = compile_shader(HEADER + """
+    lib = compile_shader(
+        HEADER
+        + """
 kernel void scan(device const int* x [[buffer(0)]], device int* inc [[buffer(1)]], device int* exc [[buffer(2)]],
                  device float* pin [[buffer(3)]], device float* pex [[buffer(4)]], device uint* act [[buffer(5)]],
                  uint gid [[thread_position_in_grid]]) {
@@ -56,7 +66,8 @@ kernel void scan(device const int* x [[buffer(0)]], device int* inc [[buffer(1)]
     pex[gid] = simd_prefix_exclusive_product(f);
     act[gid] = uint(static_cast<ulong>(simd_active_threads_mask()));
 }
-""")
+"""
+    )
     n = 100  # last threadgroup partial (dispatchThreads), last simdgroup has 4 live lanes
     x = np.arange(n, dtype=np.int32) % 7 - 3
     inc, exc = np.zeros(n, np.int32), np.zeros(n, np.int32)
@@ -64,17 +75,24 @@ kernel void scan(device const int* x [[buffer(0)]], device int* inc [[buffer(1)]
     act = np.zeros(n, np.uint32)
     lib.scan(x, inc, exc, pin, pex, act, threads=n, group_size=64)
     for start in range(0, n, 32):
-        seg = x[start:start + 32]
+        seg = x[start : start + 32]
         f = (1.0 + seg.astype(np.float32) / np.float32(8)).astype(np.float32)
-        assert np.array_equal(inc[start:start + 32], np.cumsum(seg))
-        assert np.array_equal(exc[start:start + 32], np.cumsum(seg) - seg)
-        assert np.array_equal(pin[start:start + 32], np.multiply.accumulate(f))
-        assert np.array_equal(pex[start:start + 32], np.concatenate([[1], np.multiply.accumulate(f)[:-1]]).astype(np.float32))
-        assert np.all(act[start:start + 32] == (1 << len(seg)) - 1 if len(seg) < 32 else 0xFFFFFFFF)
+        assert np.array_equal(inc[start : start + 32], np.cumsum(seg))
+        assert np.array_equal(exc[start : start + 32], np.cumsum(seg) - seg)
+        assert np.array_equal(pin[start : start + 32], np.multiply.accumulate(f))
+        assert np.array_equal(
+            pex[start : start + 32],
+            np.concatenate([[1], np.multiply.accumulate(f)[:-1]]).astype(np.float32),
+        )
+        assert np.all(
+            act[start : start + 32] == (1 << len(seg)) - 1 if len(seg) < 32 else 0xFFFFFFFF
+        )
 
 
 def test_shuffles_broadcast_ballot_and_types():
-    lib = compile_shader(HEADER + """
+    lib = compile_shader(
+        HEADER
+        + """
 kernel void mv(device const float* x [[buffer(0)]], device float4* o [[buffer(1)]], device long* l [[buffer(2)]],
                device half2* h [[buffer(3)]], device uint* v [[buffer(4)]], uint gid [[thread_position_in_grid]],
                ushort lane [[thread_index_in_simdgroup]]) {
@@ -92,7 +110,8 @@ kernel void mv(device const float* x [[buffer(0)]], device float4* o [[buffer(1)
     v[4 * gid + 2] = simd_is_first();
     v[4 * gid + 3] = as_type<uint>(simd_broadcast_first(a)) == as_type<uint>(x[0]) ? 1u : 0u;
 }
-""")
+"""
+    )
     n = 32
     rng = np.random.default_rng(5)
     x = rng.standard_normal(n).astype(np.float32)
@@ -104,24 +123,32 @@ kernel void mv(device const float* x [[buffer(0)]], device float4* o [[buffer(1)
     lanes = np.arange(32)
     assert np.array_equal(o[:, 0], x[31 - lanes])
     assert np.array_equal(o[:, 1], x[lanes ^ 1])
-    assert np.array_equal(o[:, 2], np.where(lanes + 3 < 32, x[np.minimum(lanes + 3, 31)], x))  # upper lanes keep own
+    assert np.array_equal(
+        o[:, 2], np.where(lanes + 3 < 32, x[np.minimum(lanes + 3, 31)], x)
+    )  # upper lanes keep own
     assert np.array_equal(o[:, 3], np.where(lanes >= 2, x[np.maximum(lanes - 2, 0)], x))
     assert np.all(lo[0::2] == 5 << 40) and np.all(lo[1::2] == sum(g << 40 for g in range(32)))
     hx = x.astype(np.float16)
     assert np.all(h[0::2, 0] == hx.max()) and np.all(h[0::2, 1] == (-hx).max())
-    assert np.array_equal(h[1::2, 0], np.where(lanes + 4 < 32, hx[np.minimum(lanes + 4, 31)], np.float16(7)))
+    assert np.array_equal(
+        h[1::2, 0], np.where(lanes + 4 < 32, hx[np.minimum(lanes + 4, 31)], np.float16(7))
+    )
     ballot = sum(1 << i for i in range(32) if x[i] > 0)
     assert np.all(v[0::4] == ballot) and np.all(v[1::4] == 1)
     assert v[2::4].tolist() == [1] + [0] * 31 and np.all(v[3::4] == 1)
 
 
 def test_divergent_simd_op_is_reported():
-    lib = compile_shader(HEADER + """
+    lib = compile_shader(
+        HEADER
+        + """
 kernel void bad(device float* x [[buffer(0)]], uint lane [[thread_index_in_simdgroup]]) {
     if (lane < 16) x[lane] = simd_sum(x[lane]);
     else x[lane] = simd_max(x[lane]);
 }
-""")
+"""
+    )
     import pytest
+
     with pytest.raises(RuntimeError, match=r"(?i)diverg|different|site|simd"):
         lib.bad(np.zeros(32, np.float32), threads=32, group_size=32)

@@ -1,5 +1,7 @@
 """Vector types, constructors, conversions and as_type in the metal_stdlib shim."""
 
+# ruff: noqa: E501 -- embedded MSL sources keep their own line structure
+
 import sys
 from pathlib import Path
 
@@ -13,7 +15,9 @@ HEADER = "#include <metal_stdlib>\nusing namespace metal;\n"
 
 
 def test_vector_add_float_and_float4():
-    lib = compile_shader(HEADER + """
+    lib = compile_shader(
+        HEADER
+        + """
 kernel void add1(device const float* a [[buffer(0)]], device const float* b [[buffer(1)]],
                  device float* c [[buffer(2)]], constant uint& n [[buffer(3)]],
                  uint i [[thread_position_in_grid]]) {
@@ -23,7 +27,8 @@ kernel void add4(device const float4* a [[buffer(0)]], device const float4* b [[
                  device float4* c [[buffer(2)]], uint i [[thread_position_in_grid]]) {
     c[i] = a[i] + b[i];
 }
-""")
+"""
+    )
     rng = np.random.default_rng(0)
     a = rng.standard_normal(1000).astype(np.float32)
     b = rng.standard_normal(1000).astype(np.float32)
@@ -36,7 +41,9 @@ kernel void add4(device const float4* a [[buffer(0)]], device const float4* b [[
 
 
 def test_constructors_convert_element_wise():
-    lib = compile_shader(HEADER + """
+    lib = compile_shader(
+        HEADER
+        + """
 kernel void conv(device const int4* in [[buffer(0)]], device float4* f [[buffer(1)]],
                  device int4* back [[buffer(2)]], device float4* misc [[buffer(3)]],
                  device uint4* u [[buffer(4)]]) {
@@ -55,7 +62,8 @@ kernel void conv(device const int4* in [[buffer(0)]], device float4* f [[buffer(
     u[0] = uint4(v);                        // wraps like a C conversion
     u[1] = uint4(uchar4(v));                // narrowing conversion, element-wise
 }
-""")
+"""
+    )
     v = np.array([3, -7, 100000, -2147483648], np.int32)
     f = np.zeros((2, 4), np.float32)
     back = np.zeros((2, 4), np.int32)
@@ -77,7 +85,9 @@ kernel void conv(device const int4* in [[buffer(0)]], device float4* f [[buffer(
 
 
 def test_as_type_and_bfloat_rounding():
-    lib = compile_shader(HEADER + """
+    lib = compile_shader(
+        HEADER
+        + """
 kernel void bits(device const float* x [[buffer(0)]], device uint* fb [[buffer(1)]],
                  device ushort* hb [[buffer(2)]], device ushort* bb [[buffer(3)]],
                  device float* back [[buffer(4)]], uint i [[thread_position_in_grid]]) {
@@ -91,10 +101,27 @@ kernel void vec_bits(device const float2* x [[buffer(0)]], device ulong* out [[b
     out[0] = as_type<ulong>(x[0]);
     out[1] = as_type<ulong>(half4(x[0], x[0]));
 }
-""")
+"""
+    )
     rng = np.random.default_rng(1)
-    x = np.concatenate([rng.standard_normal(200) * 100, [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, 65504, 65520,
-                                                          1.00390625, 1.01171875, 3.4e38]]).astype(np.float32)
+    x = np.concatenate(
+        [
+            rng.standard_normal(200) * 100,
+            [
+                0.0,
+                -0.0,
+                np.inf,
+                -np.inf,
+                np.nan,
+                1e-40,
+                65504,
+                65520,
+                1.00390625,
+                1.01171875,
+                3.4e38,
+            ],
+        ]
+    ).astype(np.float32)
     n = len(x)
     fb = np.zeros(n, np.uint32)
     hb = np.zeros(n, np.uint16)
@@ -106,7 +133,7 @@ kernel void vec_bits(device const float2* x [[buffer(0)]], device ulong* out [[b
         assert np.array_equal(hb, x.astype(np.float16).view(np.uint16))
     finite = ~np.isnan(x)
     assert np.array_equal(bb[finite], bf16_bits(x)[finite])
-    assert np.all((bb[~finite] & 0x7FC0) == 0x7FC0)        # NaN stays a quiet NaN
+    assert np.all((bb[~finite] & 0x7FC0) == 0x7FC0)  # NaN stays a quiet NaN
     xs = np.array([1.5, -2.25], np.float32)
     out = np.zeros(2, np.uint64)
     lib.vec_bits(xs, out, threads=1, group_size=1)
@@ -115,7 +142,9 @@ kernel void vec_bits(device const float2* x [[buffer(0)]], device ulong* out [[b
 
 
 def test_bool_vectors_select_all_any():
-    lib = compile_shader(HEADER + """
+    lib = compile_shader(
+        HEADER
+        + """
 kernel void masks(device const float4* a [[buffer(0)]], device const float4* b [[buffer(1)]],
                   device float4* sel [[buffer(2)]], device int* flags [[buffer(3)]]) {
     bool4 m = a[0] < b[0];
@@ -128,7 +157,8 @@ kernel void masks(device const float4* a [[buffer(0)]], device const float4* b [
     flags[6] = sizeof(packed_float3); flags[7] = sizeof(float3); flags[8] = alignof(packed_float4);
     half2 h = half2(1.0f, 2.0f); flags[9] = all(h < half2(3.0f));
 }
-""")
+"""
+    )
     a = np.array([1, 5, np.nan, 2], np.float32)
     b = np.array([2, 4, 1, np.inf], np.float32)
     sel = np.zeros((4, 4), np.float32)

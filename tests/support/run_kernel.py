@@ -24,6 +24,7 @@ _NP_TO_TRITON = {
     np.dtype(np.float32): "*fp32", np.dtype(np.float16): "*fp16", np.dtype(np.int32): "*i32",
     np.dtype(np.int64): "*i64", np.dtype(np.int16): "*i16", np.dtype(np.int8): "*i8",
     np.dtype(np.uint8): "*u8", np.dtype(np.uint32): "*u32", np.dtype(np.bool_): "*i1",
+    np.dtype(np.uint16): "*u16", np.dtype(np.uint64): "*u64",
 }
 SIM_INCLUDE = Path(__file__).resolve().parents[2] / "msltrans" / "sim" / "include"
 

@@ -68,7 +68,7 @@ def mixed_values(dtype: str, n: int, seed: int = 0) -> np.ndarray:
     return out
 
 
-def bf16_edge_values() -> "torch.Tensor":
+def bf16_edge_values() -> torch.Tensor:
     """bfloat16 edge values as a torch tensor (numpy has no bfloat16)."""
     assert torch is not None
     vals = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e-3, 3.0e38, -3.0e38, 1.1754944e-38,

@@ -12,6 +12,10 @@ template <class T, size_t N> struct array {
     constexpr bool empty() const { return N == 0; }
     T &operator[](size_t i) { return __elems[i]; }
     constexpr const T &operator[](size_t i) const { return __elems[i]; }
+    // program-scope `constant array<T, N>` objects live in __constant, which the generic
+    // `this` of the members above cannot point to.
+    constexpr const __constant T &operator[](size_t i) const __constant { return __elems[i]; }
+    constexpr size_t size() const __constant { return N; }
     T &front() { return __elems[0]; }
     T &back() { return __elems[N - 1]; }
     T *data() { return __elems; }

@@ -42,6 +42,9 @@ template <class T> inline __detail::if_arith<T> max(T a, T b) {
     if constexpr (is_floating_point<T>::value) return fmax(a, b);
     else return __detail::map2(a, b, [](__detail::S_of<T> x, __detail::S_of<T> y) { return x < y ? y : x; });
 }
+// Non-template float forms, as for the math functions: max(x, 0) with a float x works.
+inline float min(float a, float b) { return __detail::fmin_(a, b); }
+inline float max(float a, float b) { return __detail::fmax_(a, b); }
 template <class T> inline __detail::if_arith<T> min3(T a, T b, T c) { return min(min(a, b), c); }
 template <class T> inline __detail::if_arith<T> max3(T a, T b, T c) { return max(max(a, b), c); }
 template <class T> inline __detail::if_int<T> clamp(T x, T lo, T hi) { return min(max(x, lo), hi); }

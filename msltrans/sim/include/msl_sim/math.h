@@ -10,6 +10,20 @@
 namespace metal {
 namespace __detail {
 template <class S> inline S rnd(float v) { return (S)v; }
+// IEEE 754-2019 minimumNumber / maximumNumber: a NaN operand yields the other operand, and
+// -0 orders below +0 (libm's fminf leaves the sign of a zero result open).
+inline float fmin_(float a, float b) {
+    if (a != a) return b;
+    if (b != b) return a;
+    if (a == b) return __builtin_signbit(a) ? a : b;
+    return a < b ? a : b;
+}
+inline float fmax_(float a, float b) {
+    if (a != a) return b;
+    if (b != b) return a;
+    if (a == b) return __builtin_signbit(a) ? b : a;
+    return a > b ? a : b;
+}
 }  // namespace __detail
 
 // Each function is a template (half, bfloat, float and their vectors) plus a non-template
@@ -53,7 +67,7 @@ MSL_SIM_F1(exp10, __builtin_exp10f(v))
 MSL_SIM_F1(fabs, __builtin_fabsf(v))
 MSL_SIM_F1(floor, __builtin_floorf(v))
 // fract: x - floor(x), kept below 1 (Metal: min(x - floor(x), 0x1.fffffep-1f)); NaN stays NaN.
-MSL_SIM_F1(fract, __builtin_fminf(v - __builtin_floorf(v), 0x1.fffffep-1f) + (v - v))
+MSL_SIM_F1(fract, __detail::fmin_(v - __builtin_floorf(v), 0x1.fffffep-1f) + (v - v))
 MSL_SIM_F1(log, __builtin_logf(v))
 MSL_SIM_F1(log2, __builtin_log2f(v))
 MSL_SIM_F1(log10, __builtin_log10f(v))
@@ -68,16 +82,16 @@ MSL_SIM_F1(tan, __builtin_tanf(v))
 MSL_SIM_F1(tanh, __builtin_tanhf(v))
 MSL_SIM_F1(tanpi, __builtin_tanf(v * 3.14159265358979f))
 MSL_SIM_F1(trunc, __builtin_truncf(v))
-MSL_SIM_F1(saturate, __builtin_fminf(__builtin_fmaxf(v, 0.0f), 1.0f))
+MSL_SIM_F1(saturate, __detail::fmin_(__detail::fmax_(v, 0.0f), 1.0f))
 MSL_SIM_F1(sign, v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : v == v ? v * 0.0f : 0.0f)
 MSL_SIM_F1(degrees, v * 57.2957795130823f)
 MSL_SIM_F1(radians, v * 0.0174532925199433f)
 MSL_SIM_F2(atan2, __builtin_atan2f(v, w))
 MSL_SIM_F2(copysign, __builtin_copysignf(v, w))
 MSL_SIM_F2(fdim, __builtin_fdimf(v, w))
-// fmax/fmin/max/min: IEEE maxNum/minNum (a NaN operand yields the other operand).
-MSL_SIM_F2(fmax, __builtin_fmaxf(v, w))
-MSL_SIM_F2(fmin, __builtin_fminf(v, w))
+// fmax/fmin/max/min: maximumNumber/minimumNumber (see fmin_ above).
+MSL_SIM_F2(fmax, __detail::fmax_(v, w))
+MSL_SIM_F2(fmin, __detail::fmin_(v, w))
 MSL_SIM_F2(fmod, __builtin_fmodf(v, w))
 MSL_SIM_F2(pow, __builtin_powf(v, w))
 MSL_SIM_F2(powr, __builtin_powf(v, w))
@@ -85,12 +99,12 @@ MSL_SIM_F2(nextafter, __builtin_nextafterf(v, w))
 MSL_SIM_F2(step, w < v ? 0.0f : 1.0f)
 MSL_SIM_F2(divide, v / w)
 MSL_SIM_F3(fma, __builtin_fmaf(v, w, u))
-MSL_SIM_F3(fmax3, __builtin_fmaxf(__builtin_fmaxf(v, w), u))
-MSL_SIM_F3(fmin3, __builtin_fminf(__builtin_fminf(v, w), u))
-MSL_SIM_F3(median3, __builtin_fmaxf(__builtin_fminf(v, w), __builtin_fminf(__builtin_fmaxf(v, w), u)))
+MSL_SIM_F3(fmax3, __detail::fmax_(__detail::fmax_(v, w), u))
+MSL_SIM_F3(fmin3, __detail::fmin_(__detail::fmin_(v, w), u))
+MSL_SIM_F3(median3, __detail::fmax_(__detail::fmin_(v, w), __detail::fmin_(__detail::fmax_(v, w), u)))
 // mix(x, y, a) = x + (y - x) * a, as Metal documents it.
 MSL_SIM_F3(mix, v + (w - v) * u)
-MSL_SIM_F3(smoothstep, ({ float t = __builtin_fminf(__builtin_fmaxf((u - v) / (w - v), 0.0f), 1.0f); t * t * (3.0f - 2.0f * t); }))
+MSL_SIM_F3(smoothstep, ({ float t = __detail::fmin_(__detail::fmax_((u - v) / (w - v), 0.0f), 1.0f); t * t * (3.0f - 2.0f * t); }))
 // Half/bfloat fma is fmaf on the widened inputs, then one rounding to T: the product is
 // exact in float, but the float sum and the final rounding may double-round (rare).
 #undef MSL_SIM_F1
@@ -165,6 +179,22 @@ template <class T> inline enable_if_t<is_floating_point<T>::value && __detail::N
     return T{a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
 }
 
+}  // namespace metal
+
+// Not in Metal (MSL has no erf/erfc; PyTorch's c10/metal brings its own): a simulator
+// extension, kept out of metal:: so that code relying on it cannot pass for portable MSL.
+namespace msl_sim {
+template <class T> inline metal::__detail::if_fp<T> erf(T x) {
+    typedef metal::__detail::S_of<T> S;
+    return metal::__detail::map1(x, [](S a) -> S { return (S)__builtin_erff((float)a); });
+}
+template <class T> inline metal::__detail::if_fp<T> erfc(T x) {
+    typedef metal::__detail::S_of<T> S;
+    return metal::__detail::map1(x, [](S a) -> S { return (S)__builtin_erfcf((float)a); });
+}
+}  // namespace msl_sim
+
+namespace metal {
 namespace precise {
 using metal::acos; using metal::acosh; using metal::asin; using metal::asinh; using metal::atan;
 using metal::atanh; using metal::atan2; using metal::cbrt; using metal::ceil; using metal::cos;

@@ -126,6 +126,9 @@ template <class T, int N> struct make_vec {
 }  // namespace __detail
 }  // namespace metal
 
+namespace metal {
+template <class T, int N> using vec = __detail::vec_t<T, N>;   // metal::vec<float, 4> == float4
+}
 typedef metal::boolvec<2> bool2;
 typedef metal::boolvec<3> bool3;
 typedef metal::boolvec<4> bool4;

@@ -1,0 +1,132 @@
+"""What tt.reduce and tt.scan share: the combine region, shuffles, tables, scratch slices.
+
+The combine region (a Block with 2N scalar arguments ending in tt.reduce.return /
+tt.scan.return) is emitted inline at every combine site through the normal op registry, so
+any combine Triton accepts lowers op by op, and an op inside it that msltrans lacks is
+refused exactly as it would be outside. Each site is one MSL block scope, so the names the
+region's ops declare never clash; values captured from outside the region stay visible.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from msltrans.ir.model import Block, Op
+from msltrans.lower.emitter import Emitter
+from msltrans.lower.templates import environment
+
+_BYTES = {"bool": 1, "char": 1, "short": 2, "int": 4, "long": 8, "half": 2, "bfloat": 2,
+          "float": 4}
+SCRATCH_LIMIT = 32768
+
+
+def _macros():  # noqa: ANN202 - a Jinja template module
+    return environment().get_template("reduce.metal.j2").module
+
+
+def _prelude_once(em: Emitter, block: str) -> None:
+    if block not in em.prelude:
+        em.prelude.append(block)
+
+
+def shuffle_xor(em: Emitter, value: str, mask: int) -> str:
+    """Expression: `value` from the lane whose id differs in the bits of `mask`."""
+    _prelude_once(em, str(_macros().shuffle_xor_helpers()))
+    return f"msl_shfl_xor({value}, ushort({mask}))"
+
+
+def register_table(em: Emitter, hint: str, values: list[int]) -> str:
+    """A program-scope constant table of register ids; returns its name."""
+    name = em.fresh(f"msl_{hint}")
+    em.prelude.append(str(_macros().register_table(name=name, values=values)))
+    return name
+
+
+def bytes_of(em: Emitter, ctype: str) -> int:
+    if ctype not in _BYTES:
+        em.fail(f"reduction/scan over elements of type {ctype}",
+                "only integer, bool and float tensors")
+    return _BYTES[ctype]
+
+
+@dataclass(frozen=True)
+class Combine:
+    """The combine region of one tt.reduce / tt.scan with N operands of `ctypes`."""
+
+    block: Block
+    ctypes: tuple[str, ...]
+
+    @property
+    def n(self) -> int:
+        return len(self.ctypes)
+
+
+def combine_of(em: Emitter, op: Op) -> Combine:
+    if len(op.regions) != 1 or len(op.regions[0].blocks) != 1:
+        em.fail("combine region with several blocks")
+    block = op.regions[0].blocks[0]
+    n = len(op.operands)
+    if len(block.args) != 2 * n or not block.ops or not block.ops[-1].name.endswith(".return"):
+        em.fail(f"combine region with {len(block.args)} arguments for {n} operands")
+    if len(block.ops[-1].operands) != n:
+        em.fail("combine region returns a different number of values than it has operands")
+    ctypes = tuple(em.ctype(v) for v in op.operands)
+    for c in ctypes:
+        bytes_of(em, c)
+    for arg, c in zip(block.args, ctypes + ctypes, strict=True):
+        if em.ctype(arg) != c:
+            em.fail(f"combine argument of type {em.ctype(arg)} for an operand of type {c}")
+    return Combine(block, ctypes)
+
+
+def emit_combine(em: Emitter, comb: Combine, lhs: list[str], rhs: list[str],
+                 out: list[str]) -> None:
+    """out[i] = combine(lhs..., rhs...)[i], as one block scope. `lhs`/`rhs` are MSL
+    expressions read once into fresh locals (they may be shuffles or scratch reads)."""
+    em.line("{")
+    em.indent(1)
+    args = []
+    for i, expr in enumerate(list(lhs) + list(rhs)):
+        name = em.fresh("msl_a" if i < comb.n else "msl_b")
+        em.line(f"{comb.ctypes[i % comb.n]} {name} = {expr};")
+        args.append(name)
+    for arg, name in zip(comb.block.args, args, strict=True):
+        em.bind(arg, name)
+    outer = em.op
+    try:
+        for inner in comb.block.ops[:-1]:
+            em.emit_op(inner)
+        results = [em.name(v) for v in comb.block.ops[-1].operands]
+    finally:
+        em.op = outer
+    for dst, src in zip(out, results, strict=True):
+        em.line(f"{dst} = {src};")
+    em.indent(-1)
+    em.line("}")
+
+
+def scratch_arrays(em: Emitter, ctypes: tuple[str, ...], slots: int) -> list[str]:
+    """One threadgroup array of `slots` elements per operand, side by side in the scratch."""
+    offsets, total = [], 0
+    for c in ctypes:
+        offsets.append(total)
+        total += (slots * _BYTES[c] + 15) // 16 * 16
+    base = em.need_scratch(total)
+    return [f"((threadgroup {c}*)((threadgroup char*){base} + {off}))"
+            for c, off in zip(ctypes, offsets, strict=True)]
+
+
+def batch_size(ctypes: tuple[str, ...], slots_per_group: int, groups: int) -> int:
+    """How many register groups fit in the scratch at once (each batch is one pass);
+    1 when even one does not fit (`need_scratch` then refuses)."""
+    def total(b: int) -> int:
+        return sum((b * slots_per_group * _BYTES[c] + 15) // 16 * 16 for c in ctypes)
+
+    best = 1
+    while best < groups and total(best + 1) <= SCRATCH_LIMIT:
+        best += 1
+    return best
+
+
+def barrier(em: Emitter) -> None:
+    em.line("threadgroup_barrier(mem_flags::mem_threadgroup);")

@@ -1,0 +1,125 @@
+"""tt.call of `@triton.jit(noinline=True)` helpers: one MSL function per callee.
+
+Triton inlines every other helper before TTGIR, and refuses `noinline` helpers called with
+tensor arguments, so parameters are scalars and pointers (passed by value). Results may be
+tensors: every result is an out-parameter (`thread T&` for scalars, `thread T*` for register
+arrays). The callee runs in the caller's threadgroup, so the program/thread ids and the shared
+scratch are passed along. Recursion refuses (MSL has none).
+"""
+
+from __future__ import annotations
+
+from msltrans.ir.model import Function, Op
+from msltrans.ir.types import PointerType, ScalarType
+from msltrans.lower.cfg import emit_region
+from msltrans.lower.emitter import Emitter, sanitize
+from msltrans.lower.ops_scf import assign, declare_var
+from msltrans.lower.registry import lowers
+
+_CONTEXT = (("uint3", "msl_pid"), ("uint3", "msl_nprog"), ("uint", "msl_tid"),
+            ("uint", "msl_lane"), ("uint", "msl_warp"))
+_SCRATCH = ("threadgroup float4*", "msl_scratch")
+
+
+class _CalleeEmitter(Emitter):
+    """Emits a helper body; `tt.return %v...` writes the out-parameters and returns."""
+
+    outputs: list[str]
+
+    def emit_op(self, op: Op) -> None:
+        if op.name != "tt.return":
+            super().emit_op(op)
+            return
+        outer, self.op = self.op, op
+        try:
+            if len(op.operands) != len(self.outputs):
+                self.fail("tt.return arity differs from the function type")
+            for name, v in zip(self.outputs, op.operands, strict=True):
+                if self.is_tensor(v):
+                    assign(self, name, v)
+                else:
+                    self.line(f"{name} = {self.name(v)};")
+            self.line("return;")
+        finally:
+            self.op = outer
+
+
+def _state(em: Emitter) -> dict:
+    """Per-kernel call state, shared by the kernel's emitter and every callee's."""
+    state = getattr(em, "call_state", None)
+    if state is None:
+        state = {"done": {}, "active": set()}
+        em.call_state = state  # type: ignore[attr-defined]
+    return state
+
+
+def _callee(em: Emitter, op: Op) -> Function:
+    module = getattr(em, "module", None)
+    callee = op.attrs.get("callee")
+    if not isinstance(callee, str):
+        head = op.text.split("@", 1)
+        callee = head[1].split("(", 1)[0].strip() if len(head) == 2 else None
+    if module is None or callee is None:
+        em.fail("tt.call without a resolvable callee", "report the kernel")
+    for fn in module.functions:
+        if fn.name == callee:
+            return fn
+    em.fail(f"callee @{callee} is not in the module")
+
+
+def _emit_function(em: Emitter, op: Op, fn: Function) -> tuple[str, bool]:
+    state = _state(em)
+    if fn.name in state["done"]:
+        return state["done"][fn.name]
+    if fn.name in state["active"]:
+        em.fail(f"recursive call of @{fn.name}", "Metal has no recursion")
+    state["active"].add(fn.name)
+    sub = _CalleeEmitter(em.layouts, enable_fp_fusion=getattr(em, "enable_fp_fusion", True))
+    sub.prelude = em.prelude  # constant tables and nested callees go to the same program
+    sub.module = getattr(em, "module", None)  # type: ignore[attr-defined]
+    sub.call_state = state  # type: ignore[attr-defined]
+    sub.op = op
+    params = []
+    for arg in fn.args:
+        if not isinstance(arg.value.type, ScalarType | PointerType):
+            em.fail(f"helper @{fn.name} takes a {arg.value.type} argument",
+                    "noinline helpers take scalars and pointers")
+        name = sub.fresh(arg.name)
+        sub.bind(arg.value, name)
+        params.append(f"{sub.ctype(arg.value)} {name}")
+    sub.outputs = []
+    for k, r in enumerate(op.results):
+        name = sub.fresh(f"ret{k}")
+        ref = "*" if sub.is_tensor(r) else "&"
+        params.append(f"thread {sub.ctype(r)}{ref} {name}")
+        sub.outputs.append(name)
+    if hasattr(sub, "analyse"):
+        for block in fn.body.blocks:
+            sub.analyse(block)
+    emit_region(sub, fn.body)
+    uses_scratch = sub.scratch_bytes > 0
+    em.scratch_bytes = max(em.scratch_bytes, sub.scratch_bytes)
+    params += [f"{t} {n}" for t, n in _CONTEXT + ((_SCRATCH,) if uses_scratch else ())]
+    msl_name = "tt_" + sanitize(fn.name)
+    text = "\n".join([f"// @triton.jit(noinline=True) helper {fn.name} ({fn.loc.short()})",
+                      f"inline void {msl_name}({', '.join(params)})", "{", *sub.lines, "}"])
+    em.prelude.append(text)
+    state["active"].discard(fn.name)
+    state["done"][fn.name] = (msl_name, uses_scratch)
+    return msl_name, uses_scratch
+
+
+@lowers("tt.call")
+def call(em: Emitter, op: Op) -> None:
+    fn = _callee(em, op)
+    msl_name, uses_scratch = _emit_function(em, op, fn)
+    args = [em.name(v) for v in op.operands]
+    for k, r in enumerate(op.results):
+        args.append(declare_var(em, r, r.name or f"call{k}"))
+    args += [n for _, n in _CONTEXT]
+    if uses_scratch:
+        args.append(em.need_scratch(em.scratch_bytes))
+    em.line(f"{msl_name}({', '.join(args)});")
+    outs = args[len(op.operands):len(op.operands) + len(op.results)]
+    for r, name in zip(op.results, outs, strict=True):
+        em.bind(r, name)

@@ -1,0 +1,73 @@
+// msltrans elementwise support: IEEE min/max and rounding helpers (docs/semantics.md).
+// NaN tests and sign tests go through float, which holds every half and bfloat exactly.
+template <typename T> inline T msl_maxnum(T a, T b) {   // NaN loses; -0 < +0
+    if (isnan(float(a))) return b;
+    if (isnan(float(b))) return a;
+    if (a == b) return signbit(float(a)) ? b : a;
+    return a > b ? a : b;
+}
+template <typename T> inline T msl_minnum(T a, T b) {
+    if (isnan(float(a))) return b;
+    if (isnan(float(b))) return a;
+    if (a == b) return signbit(float(a)) ? a : b;
+    return a < b ? a : b;
+}
+template <typename T> inline T msl_maximum(T a, T b) {  // NaN wins; -0 < +0
+    if (isnan(float(a))) return a;
+    if (isnan(float(b))) return b;
+    return msl_maxnum(a, b);
+}
+template <typename T> inline T msl_minimum(T a, T b) {
+    if (isnan(float(a))) return a;
+    if (isnan(float(b))) return b;
+    return msl_minnum(a, b);
+}
+// float -> half/bfloat rounded toward zero: round to nearest, then step one unit toward
+// zero if that went away from zero (the bit pattern of a 16-bit float orders magnitudes,
+// and stepping from inf gives the largest finite value, as NVIDIA's cvt.rz does).
+template <typename T> inline T msl_round_to_zero(float x) {
+    T r = T(x);
+    if (fabs(float(r)) > fabs(x)) r = as_type<T>(ushort(as_type<ushort>(r) - ushort(1)));
+    return r;
+}
+// fma of half/bfloat with one rounding, as NVIDIA's fma.rn.f16/bf16: the product is exact
+// in float (2x11 or 2x8 significant bits; bfloat products below 2^-126 excepted), the sum
+// is rounded to odd using the exact TwoSum error, and round-to-odd at 24 bits followed by
+// rounding to <= 11 bits equals one rounding of the exact value.
+template <typename T> inline T msl_fma16(T a, T b, T c) {
+    float p = float(a) * float(b);
+    float s = p + float(c);
+    float bb = s - p;
+    float err = (p - (s - bb)) + (float(c) - bb);
+    uint bits = as_type<uint>(s);
+    if (err != 0.0f && isfinite(s) && (bits & 1u) == 0u)
+        s = as_type<float>((err > 0.0f) == (s > 0.0f) ? bits + 1u : bits - 1u);
+    return T(s);
+}
+// erf (Metal has none). Two minimax polynomials, as in N. Juffa's erff: |x| <= 0.927734375
+// as x + x*p(x^2); above, 1 - exp(q(|x|)). Accuracy: docs/semantics.md, "Math accuracy".
+inline float msl_erf(float a) {
+    float t = fabs(a);
+    float s = a * a;
+    float r;
+    if (t > 0.927734375f) {
+        r = fma(-1.72853470e-5f, t, 3.83197126e-4f);
+        float u = fma(-3.88396438e-3f, t, 2.42546219e-2f);
+        r = fma(r, s, u);
+        r = fma(r, t, -1.06777877e-1f);
+        r = fma(r, t, -6.34846687e-1f);
+        r = fma(r, t, -1.28717512e-1f);
+        r = fma(r, t, -t);
+        r = 1.0f - precise::exp(r);
+        r = copysign(r, a);
+    } else {
+        r = -5.96761703e-4f;
+        r = fma(r, s, 4.99119423e-3f);
+        r = fma(r, s, -2.67681349e-2f);
+        r = fma(r, s, 1.12819925e-1f);
+        r = fma(r, s, -3.76125336e-1f);
+        r = fma(r, s, 1.28379166e-1f);
+        r = fma(r, a, a);
+    }
+    return r;
+}

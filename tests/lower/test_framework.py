@@ -1,0 +1,140 @@
+"""The lowering framework: registry misses, params and dispatch metadata, annotations,
+type map (fp64 policy) and layout decoding refusals."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import triton
+import triton.language as tl
+
+from msltrans.errors import MetalNonRecoverableError
+from msltrans.ir import read_module, to_ttgir
+from msltrans.ir.types import ScalarType
+from msltrans.lower import lower_module, lowers, supported_ops
+from msltrans.lower import msl_types
+from msltrans.lower.values import float_literal, int_literal
+from tests.support.kernels import add_kernel, loop_kernel
+from tests.support.run_kernel import check_msl_compiles, compile_ttgir, dispatch, run_kernel
+from tests.support.ttgir_gen import elementwise_kernel_1d, write
+
+ADD_SIG = {"x_ptr": "*fp32", "y_ptr": "*fp32", "output_ptr": "*fp32", "n_elements": "i32"}
+
+
+def _add_program(num_warps: int = 4, block: int = 1024):
+    return lower_module(read_module(to_ttgir(add_kernel, ADD_SIG, {"BLOCK_SIZE": block},
+                                             num_warps)))
+
+
+def test_program_metadata() -> None:
+    p = _add_program(num_warps=8)
+    assert p.kernel_name == "add_kernel"
+    assert p.num_warps == 8 and p.threads_per_group == 256
+    assert [(q.name, q.kind, q.triton_type, q.buffer_index) for q in p.params] == [
+        ("x_ptr", "pointer", "*fp32", 0), ("y_ptr", "pointer", "*fp32", 1),
+        ("output_ptr", "pointer", "*fp32", 2), ("n_elements", "scalar", "i32", 3)]
+    assert p.params[3].arg_cast == "int32" and p.arg_casts == {3: "int32"}
+    assert p.shared_bytes == 0
+    check_msl_compiles(p.source)
+
+
+def test_msl_is_annotated() -> None:
+    src = _add_program().source
+    assert "Triton kernel `add_kernel` (kernels.py:" in src
+    assert "num_warps = 4 -> 128 threads" in src
+    assert "#ttg.blocked<{sizePerThread = [1]" in src  # the layouts used
+    assert re.search(r"// tt\.load  kernels\.py:\d+", src)
+    assert re.search(r"// tt\.store  kernels\.py:\d+", src)
+    # Names come from the Python variables Triton kept in locations.
+    for name in ("pid_0", "block_start_0", "offsets_0", "mask_1", "output_0"):
+        assert name in src
+
+
+def test_registry_miss_names_op_and_line() -> None:
+    mod = read_module(to_ttgir(loop_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"},
+                               {"BLOCK": 128}, 4))
+    if "scf.for" in supported_ops():
+        pytest.skip("scf.for has a lowering now")
+    with pytest.raises(MetalNonRecoverableError) as info:
+        lower_module(mod)
+    err = info.value
+    assert err.op == "scf.for"
+    assert err.location is not None and re.match(r"kernels\.py:\d+$", err.location)
+    assert err.hint and "supported ops" in err.hint
+
+
+def test_registry_rejects_double_registration() -> None:
+    with pytest.raises(RuntimeError, match="registered twice"):
+        @lowers("tt.make_range")
+        def other(em, op) -> None:  # noqa: ANN001
+            pass
+
+
+def test_type_map() -> None:
+    assert [msl_types.scalar_ctype(ScalarType(n)) for n in
+            ("i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32")] == [
+        "bool", "char", "short", "int", "long", "half", "bfloat", "float"]
+    with pytest.raises(MetalNonRecoverableError):
+        msl_types.scalar_ctype(ScalarType("f8E4M3FN"))
+
+
+def test_fp64_downcasts_with_warning_or_refuses(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    path = write(tmp_path, "f64", elementwise_kernel_1d(
+        64, 2, ["f64"], "f64", "%res = arith.addf %x0, %x0 : tensor<64xf64, #L>"))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        p = compile_ttgir(path)
+    assert any("fp64" in str(w.message) for w in seen)
+    assert "double" not in p.source
+    monkeypatch.setenv("MSLTRANS_FP64", "refuse")
+    with pytest.raises(MetalNonRecoverableError, match="fp64"):
+        compile_ttgir(path)
+
+
+def test_linear_layout_runs(tmp_path: Path) -> None:
+    # A #ttg.linear layout with permuted and replicated bases, end to end.
+    text = elementwise_kernel_1d(64, 4, ["f32"], "f32",
+                                 "%res = arith.addf %x0, %x0 : tensor<64xf32, #L>")
+    text = text.replace("#L = #ttg.blocked<{sizePerThread = [1], threadsPerWarp = [32], "
+                        "warpsPerCTA = [4], order = [0]}>",
+                        "#L = #ttg.linear<{register = [[32]], lane = [[2], [1], [0], [8], [16]],"
+                        " warp = [[4], [0]], block = []}>")
+    assert "#ttg.linear" in text
+    program = compile_ttgir(write(tmp_path, "lin", text))
+    x = np.arange(100, dtype=np.float32)
+    out = np.zeros(100, np.float32)
+    dispatch(program, (2,), (x, out, 100))
+    np.testing.assert_array_equal(out, x + x)
+
+
+def test_replicated_store_is_owner_only(tmp_path: Path) -> None:
+    # 16 elements over 4 warps x 32 lanes: the store guard must pick one owner.
+    src = compile_ttgir(write(tmp_path, "rep", elementwise_kernel_1d(
+        16, 4, ["f32"], "f32", "%res = arith.addf %x0, %x0 : tensor<16xf32, #L>"))).source
+    assert re.search(r"return true && \(lane & 16u\) == 0u && \(warp & 3u\) == 0u;", src)
+
+
+def test_literals_are_exact() -> None:
+    assert float_literal(0.1, "float") == "0.10000000149011612f"
+    assert float_literal(float("inf"), "float") == "as_type<float>(0x7f800000u)"
+    assert float_literal(1.5, "half") == "half(1.5f)"
+    assert int_literal(-(2**31), "int") == "int(-2147483647 - 1)"
+    assert int_literal(255, "char") == "char(-1)"
+    assert int_literal(-(2**63), "long") == "(-9223372036854775807L - 1L)"
+
+
+@triton.jit
+def dense_const_kernel(out_ptr):
+    r = tl.arange(0, 64)
+    tl.store(out_ptr + r, r * 3 + 1)
+
+
+def test_constant_folded_kernel_runs() -> None:
+    out = np.zeros(64, np.int32)
+    program = run_kernel(dense_const_kernel, (1,), out, num_warps=2)
+    np.testing.assert_array_equal(out, np.arange(64) * 3 + 1)
+    assert "tt.make_range" in program.source or "_table" in program.source
