@@ -15,6 +15,7 @@ from typing import Any
 from msltrans.ir.model import UNKNOWN_LOC, Location
 from msltrans.ir.types import _split_top
 
+_TRITON_LIB = "/triton/language/"  # tl.sum & co. are inlined from here
 _ALIAS_RE = re.compile(r"^(#loc\d*) = (loc\(.*\))\s*$")
 _OP_RE = re.compile(r'^\s*(?:(?:%[\w#:]+(?:, )?)+ = )?([a-z_][\w]*\.[\w.]+|"[\w.]+")')
 _TRAIL_LOC_RE = re.compile(r"\s*loc\((#loc\d*|.*?)\)\s*(\{)?\s*$")
@@ -45,9 +46,13 @@ def _resolve_loc(expr: str, aliases: dict[str, str], depth: int = 0) -> Location
     if m:
         child = _resolve_loc(m.group(2), aliases, depth + 1)
         return Location(child.file, child.line, child.col, m.group(1))
-    m = re.match(r"^callsite\((.*) at (.*)\)$", expr)  # inlined: keep the callee's line
-    if m:
-        return _resolve_loc(m.group(1), aliases, depth + 1)
+    m = re.match(r"^callsite\((.*) at (.*)\)$", expr)
+    if m:  # inlined: the callee's line, unless the callee is Triton's own library code
+        callee = _resolve_loc(m.group(1), aliases, depth + 1)
+        if callee.file is None or _TRITON_LIB in callee.file.replace("\\", "/"):
+            caller = _resolve_loc(m.group(2), aliases, depth + 1)
+            return Location(caller.file, caller.line, caller.col, callee.name or caller.name)
+        return callee
     m = re.match(r"^fused\[(.*)\]$", expr)
     if m:
         return _resolve_loc(_split_top(m.group(1))[0], aliases, depth + 1)
@@ -183,6 +188,12 @@ def trailing_attr_dict(op_text: str) -> dict[str, Any]:
     if found is None:
         return {}
     return parse_attr_dict(op_text[found[0] + 1:found[1]])
+
+
+def property_dict(op_text: str) -> dict[str, Any]:
+    """Properties of a generic-form op (`"tt.reduce"(%x) <{axis = 0 : i32}> ({`)."""
+    m = re.search(r'^\s*(?:%[^=]*= )?"[\w.]+"\([^)]*\)\s*<\{(.*?)\}>', op_text)
+    return parse_attr_dict(m.group(1)) if m else {}
 
 
 def func_arg_texts(func_line: str) -> list[str]:

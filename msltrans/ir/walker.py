@@ -72,7 +72,8 @@ class _Walk:
 
 
 def _op_attrs(op: Any, name: str, line: str) -> dict[str, Any]:
-    attrs = T.trailing_attr_dict(line)
+    attrs = T.property_dict(line)
+    attrs.update(T.trailing_attr_dict(line))
     for key in _INT_ATTRS.get(name, ()):
         try:
             got = op.get_int_attr(key)

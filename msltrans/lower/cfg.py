@@ -16,7 +16,6 @@ import re
 from msltrans.ir.model import Op, Region
 from msltrans.lower.emitter import Emitter
 from msltrans.lower.ops_scf import assign, declare_var
-from msltrans.lower.registry import lowers
 
 _TARGET = re.compile(r"\^bb(\d+)(\(([^)]*)\))?")
 
@@ -154,8 +153,3 @@ def _branch(em: Emitter, term: Op, targets: list[tuple[int, list]], flags: dict[
     em.indent(-1)
     em.line("}")
 
-
-@lowers("cf.br", "cf.cond_br")
-def stray_branch(em: Emitter, op: Op) -> None:
-    em.fail("branch inside a structured region (unstructured control flow in a loop or if)",
-            "only function bodies may branch between blocks")

@@ -17,10 +17,13 @@ _TRITON = {
     "i1": "i1", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64", "f16": "fp16",
     "bf16": "bf16", "f32": "fp32", "f64": "fp64",
 }
+# torch.mps's cast names ("int64"/"float" are its defaults for Python ints/floats); MSL
+# `bool` is one byte, sent as uint8 0/1.
 _ARG_CASTS = {
-    "i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
-    "f16": "half", "bf16": "bfloat", "f32": "float", "f64": "float",
+    "i1": "uint8", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+    "f16": "fp16", "bf16": "bf16", "f32": "float", "f64": "float",
 }
+DEFAULT_WIDTH_CASTS = frozenset({"int64", "float"})  # what torch sends without a cast
 _ADDRESS_SPACES = {1: "device"}
 
 

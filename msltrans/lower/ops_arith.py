@@ -12,6 +12,7 @@ from msltrans.lower import msl_types
 from msltrans.lower.emitter import LANE, REG, WARP, Emitter
 from msltrans.lower.fp_int import float_to_int
 from msltrans.lower.registry import lowers
+from msltrans.lower.support import need_support
 from msltrans.lower.values import literal
 
 # ---- constants -----------------------------------------------------------------------
@@ -89,12 +90,17 @@ def add_sub_f(em: Emitter, op: Op) -> None:
             continue
         a, b = (em.at(v) for v in mul.operands)
         other = em.at(op.operands[1 - index])
+        fma = "fma"
+        if em.ctype(op.results[0]) == "half":  # one rounding, not fmaf-then-round
+            need_support(em)
+            fma = "msl_fma16<half>"
         if index == 0:
             c = other if symbol == "+" else f"-{other}"
-            em.elementwise(op, lambda *_: f"fma({a}, {b}, {c})")
+            expr = f"{fma}({a}, {b}, {c})"
         else:
             a = a if symbol == "+" else f"-{a}"
-            em.elementwise(op, lambda *_: f"fma({a}, {b}, {other})")
+            expr = f"{fma}({a}, {b}, {other})"
+        em.elementwise(op, lambda *_, e=expr: e)
         return
     em.elementwise(op, lambda x, y: f"{x} {symbol} {y}")
 lowers("arith.divf")(_float_binary("/"))
@@ -209,6 +215,9 @@ def sitofp(em: Emitter, op: Op) -> None:
     src, dst = _in_out(em, op)
     if src == "bool":
         em.elementwise(op, lambda a: f"{dst}(-int({a}))")
+    elif dst == "bfloat" and src in ("int", "long"):  # one rounding, not two via float
+        need_support(em)
+        em.elementwise(op, lambda a: f"msl_i64_to_bf16(long({a}))")
     else:
         em.elementwise(op, lambda a: f"{dst}({a})")
 
@@ -220,7 +229,11 @@ def uitofp(em: Emitter, op: Op) -> None:
         em.elementwise(op, lambda a: f"{dst}({a})")
     else:
         u = msl_types.unsigned(src)
-        em.elementwise(op, lambda a: f"{dst}({u}({a}))")
+        if dst == "bfloat" and src in ("int", "long"):  # one rounding, not two via float
+            need_support(em)
+            em.elementwise(op, lambda a: f"msl_u64_to_bf16(ulong({u}({a})))")
+        else:
+            em.elementwise(op, lambda a: f"{dst}({u}({a}))")
 
 
 def _float_to_int(is_unsigned: bool):  # noqa: ANN202

@@ -10,7 +10,7 @@ What is emitted and why it is sound is written up in docs/atomics.md. In short:
   replicas through threadgroup scratch when the result is used. Masked-off results are 0.
 - A scalar atomic runs in thread 0 only and its old value is broadcast, so the scalar stays
   uniform (it may steer an scf.while, e.g. a spin lock).
-- i32/u32 ops and f32 add/exchange are native; f16/bf16/i16 add/exchange/cas go through a
+- i32/u32 ops and f32 add/exchange are native; f16/bf16 add and 16-bit cas go through a
   32-bit CAS loop on the containing word; compare-and-swap is made strong from Metal's weak
   one. fp32 `tl.atomic_max/min` reach the IR already split by Triton's front end into
   signed-max/unsigned-min on the bits, so they are integer ops here. 64-bit and 8-bit refuse.
@@ -89,13 +89,13 @@ def _rmw_expr(em: Emitter, kind: str, ct: str) -> str:
     if ct == "float" and kind == "exch":
         return (f"as_type<float>(atomic_exchange_explicit((device atomic_uint*)(P), "
                 f"as_type<uint>(V), {_RELAXED}))")
-    if ct in ("half", "bfloat", "short") and (kind == "exch" or (kind == "fadd" and ct != "short")):
+    if ct in ("half", "bfloat") and kind == "fadd":  # Triton allows no other 16-bit RMW
         name, text = word16_helper(kind, ct)
         _need_prelude(em, text)
         return f"{name}(P, V, V)"
     em.fail(f"atomic `{kind}` on {ct} elements",
             "supported: add/and/or/xor/max/min/umax/umin/exch on int32, fadd/exch on fp32, "
-            "fadd/exch on fp16/bf16")
+            "fadd on fp16/bf16")
 
 
 def _cas_expr(em: Emitter, ct: str) -> str:

@@ -31,6 +31,10 @@ def convert_through_scratch(em: Emitter, src: Value, out: Value) -> None:
 @lowers("ttg.convert_layout")
 def convert_layout(em: Emitter, op: Op) -> None:
     src, out = op.operands[0], op.results[0]
+    from msltrans.lower.ops_dot import folds_convert  # a tt.dot operand it stages itself
+
+    if folds_convert(em, op):
+        return
     plan = gather_registers(em.layout(out).ll, [em.layout(src).ll], lambda c: (0, c))
     if plan is not None:
         em.copy_registers(out, [(em.name(src), r) for _, r in plan])

@@ -27,9 +27,11 @@ from __future__ import annotations
 
 import contextlib
 import re
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir.model import Op, Value
 from msltrans.ir.types import ScalarType, TensorType
 from msltrans.layout import LinearLayout
@@ -235,8 +237,9 @@ def _emit_scratch(em: Emitter, info: DotInfo) -> None:
         em.fail(f"tt.dot operands need {total} bytes of threadgroup memory (Metal has 32 KB)",
                 "use smaller BLOCK sizes")
     scratch = em.need_scratch(total)
-    L_a, L_b, L_o = em.layout(info.a), em.layout(info.b), em.layout(info.out)
-    c, a, b = em.name(info.c), em.name(info.a), em.name(info.b)
+    src_a, src_b = staging_source(em, info.a), staging_source(em, info.b)
+    L_a, L_b, L_o = em.layout(src_a), em.layout(src_b), em.layout(info.out)
+    c, a, b = em.name(info.c), em.name(src_a), em.name(src_b)
     d = em.declare(info.out)
     render(em, "stats", items=[("path", "scratch"), ("k", info.k), ("regs_out", L_o.regs),
                                ("regs_a", L_a.regs), ("regs_b", L_b.regs),
@@ -267,26 +270,91 @@ def _emit_scratch(em: Emitter, info: DotInfo) -> None:
     em.line("}")
 
 
-# ---- the op --------------------------------------------------------------------------------
-@lowers("tt.dot")
-def dot(em: Emitter, op: Op) -> None:
+# ---- path choice and operand folding ---------------------------------------------------------
+def choose(em: Emitter, info: DotInfo) -> tuple[str, object]:
+    """(path, its plan): simdgroup when shapes/types/size allow, else registers when the
+    operand layouts line up, else scratch. A deterministic function of the op, so the
+    convert_layout feeding an operand can ask it before the dot is emitted."""
     from msltrans.lower import ops_dot_simdgroup as sg
 
-    info = _check(em, op)
     forced = _forced[-1]
     if forced in ("auto", "simdgroup"):
         plan = sg.plan(em, info)
         if plan is not None:
-            sg.emit(em, info, plan)
-            return
+            return "simdgroup", plan
         if forced == "simdgroup":
             em.fail("forced simdgroup path cannot take this dot (shape, type or size)")
     if forced in ("auto", "registers"):
         rplan = register_plan(em.layout(info.out).ll, em.layout(info.a).ll,
                               em.layout(info.b).ll, info.k)
         if rplan is not None:
-            _emit_registers(em, info, rplan)
-            return
+            return "registers", rplan
         if forced == "registers":
             em.fail("forced register path: the operand layouts do not line up")
-    _emit_scratch(em, info)
+    return "scratch", None
+
+
+_folded: weakref.WeakKeyDictionary[Emitter, set[int]] = weakref.WeakKeyDictionary()
+
+
+def _dot_user(em: Emitter, v: Value) -> tuple[Op, int] | None:
+    """The tt.dot using `v` as its A (0) or B (1) operand, if that is `v`'s only use."""
+    if em.uses.get(v.id) != 1:
+        return None
+    for op in em.producers.values():
+        if op.name == "tt.dot":
+            for idx, operand in enumerate(op.operands[:2]):
+                if operand.id == v.id:
+                    return op, idx
+    return None
+
+
+def folds_convert(em: Emitter, op: Op) -> bool:
+    """Whether the ttg.convert_layout `op` may be skipped: its only use is an A/B operand of
+    a tt.dot that stages operands through threadgroup memory anyway (simdgroup and scratch
+    paths). That dot then stages the convert's source, in the source's own layout (owners
+    write row-major by flat index, whatever the layout), saving one round trip through
+    scratch, two barriers and the #dot_op registers (the whole K extent per thread)."""
+    out = op.results[0]
+    user = _dot_user(em, out)
+    if user is None or not em.is_tensor(op.operands[0]):
+        return False
+    outer = em.op
+    try:
+        em.op = user[0]
+        path, _ = choose(em, _check(em, user[0]))
+    except MetalNonRecoverableError:
+        return False  # the dot itself will refuse, at its own location
+    finally:
+        em.op = outer
+    if path == "registers":
+        return False
+    _folded.setdefault(em, set()).add(out.id)
+    em.line("// folded into the tt.dot that uses it: the dot stages the source directly")
+    return True
+
+
+def staging_source(em: Emitter, v: Value) -> Value:
+    """The value whose registers the dot stages for operand `v` (the folded convert's
+    source, or `v` itself)."""
+    if v.id in _folded.get(em, set()):
+        producer = em.producers[v.id]
+        return producer.operands[0]
+    return v
+
+
+# ---- the op --------------------------------------------------------------------------------
+@lowers("tt.dot")
+def dot(em: Emitter, op: Op) -> None:
+    from msltrans.lower import ops_dot_simdgroup as sg
+
+    info = _check(em, op)
+    path, plan = choose(em, info)
+    if path == "simdgroup":
+        sg.emit(em, info, plan)  # type: ignore[arg-type]
+    elif path == "registers":
+        if {info.a.id, info.b.id} & _folded.get(em, set()):
+            em.fail("internal: an operand was folded but the dot takes the register path")
+        _emit_registers(em, info, plan)  # type: ignore[arg-type]
+    else:
+        _emit_scratch(em, info)

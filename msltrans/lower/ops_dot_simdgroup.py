@@ -20,6 +20,7 @@ from msltrans.lower.ops_dot import (
     DotInfo,
     _align16,
     render,
+    staging_source,
 )
 
 MAX_TILES_PER_UNIT = 16  # 16 accumulators = 32 fp32 registers per lane
@@ -93,8 +94,9 @@ def stats(info: DotInfo, p: SimdPlan, regs: int) -> list[tuple[str, object]]:
 
 def emit(em: Emitter, info: DotInfo, p: SimdPlan) -> None:
     scratch = em.need_scratch(p.total_bytes)
-    L_a, L_b, L_c, L_o = (em.layout(v) for v in (info.a, info.b, info.c, info.out))
-    a, b, c = em.name(info.a), em.name(info.b), em.name(info.c)
+    src_a, src_b = staging_source(em, info.a), staging_source(em, info.b)
+    L_a, L_b, L_c, L_o = (em.layout(v) for v in (src_a, src_b, info.c, info.out))
+    a, b, c = em.name(src_a), em.name(src_b), em.name(info.c)
     d = em.declare(info.out)
     render(em, "stats", items=stats(info, p, L_o.regs))
     em.line("{")

@@ -101,6 +101,13 @@ def stray_terminator(em: Emitter, op: Op) -> None:
             "report the kernel: an enclosing op's lowering should have consumed it")
 
 
+@lowers("cf.br", "cf.cond_br")
+def stray_branch(em: Emitter, op: Op) -> None:
+    # Function bodies are emitted by msltrans.lower.cfg, which consumes their branches.
+    em.fail("branch inside a structured region (unstructured control flow in a loop or if)",
+            "only function bodies may branch between blocks")
+
+
 @lowers("scf.for")
 def scf_for(em: Emitter, op: Op) -> None:
     lb, ub, step, *inits = op.operands

@@ -31,4 +31,8 @@ class MslProgram:
 
     @property
     def arg_casts(self) -> dict[int, str]:
-        return {p.buffer_index: p.arg_cast for p in self.params if p.arg_cast is not None}
+        """The `arg_casts=` dict for torch.mps / the simulator (torch's defaults omitted)."""
+        from msltrans.lower.msl_types import DEFAULT_WIDTH_CASTS
+
+        return {p.buffer_index: p.arg_cast for p in self.params
+                if p.arg_cast is not None and p.arg_cast not in DEFAULT_WIDTH_CASTS}

@@ -95,19 +95,26 @@ def _scalar_converter(name: str, triton_type: str) -> Callable[[Any], Any]:
 
 
 def _pointer_converter(name: str, triton_type: str, device_type: str) -> Callable[[Any], Any]:
-    def convert(arg: Any) -> Any:
-        tensor = getattr(arg, "base", arg) if type(arg).__name__ == "TensorWrapper" else arg
-        try:
-            dev = tensor.device.type
-        except AttributeError:
-            raise MetalNonRecoverableError(
+    # `t.is_cpu` / `t.is_mps` cost ~0.2 µs, `t.device.type` ~1 µs: this runs per pointer
+    # per launch.
+    flag = f"is_{device_type}"
+
+    def refuse(arg: Any) -> MetalNonRecoverableError:
+        dev = getattr(getattr(arg, "device", None), "type", None)
+        if dev is None:
+            return MetalNonRecoverableError(
                 f"pointer argument `{name}` ({triton_type}) must be a torch.Tensor on "
-                f"'{device_type}', got {type(arg).__name__}") from None
-        if dev != device_type:
-            raise MetalNonRecoverableError(
-                f"pointer argument `{name}` is a tensor on '{dev}', but the Metal engine "
-                f"runs on '{device_type}'", hint=f"move it with .to('{device_type}')")
-        return tensor
+                f"'{device_type}', got {type(arg).__name__}")
+        return MetalNonRecoverableError(
+            f"pointer argument `{name}` is a tensor on '{dev}', but the Metal engine "
+            f"runs on '{device_type}'", hint=f"move it with .to('{device_type}')")
+
+    def convert(arg: Any) -> Any:
+        if type(arg).__name__ == "TensorWrapper":  # triton.reinterpret: same storage
+            arg = arg.base
+        if getattr(arg, flag, False) is True:
+            return arg
+        raise refuse(arg)
 
     return convert
 
@@ -172,6 +179,8 @@ class Launcher:
             cast = _torch_cast(name, param.get("arg_cast") or DEFAULT_ARG_CASTS.get(ty))
             if cast:
                 self.arg_casts[i] = cast
+        runtime_positions = [i for i, keep in enumerate(self.keep) if keep]
+        self.plan = list(zip(self.converters, runtime_positions, strict=True))
         self.threads_per_group = int(getattr(metadata, "threads_per_group", 0)
                                      or metadata.num_warps * metadata.warp_size)
         self.group_size = (self.threads_per_group, 1, 1)
@@ -190,8 +199,7 @@ class Launcher:
         if len(flat) != len(self.keep):
             raise MetalNonRecoverableError(
                 f"kernel `{self.name}` expects {len(self.keep)} arguments, got {len(flat)}")
-        runtime = [a for a, keep in zip(flat, self.keep, strict=True) if keep]
-        return [conv(a) for conv, a in zip(self.converters, runtime, strict=True)]
+        return [conv(flat[i]) for conv, i in self.plan]
 
     def threads(self, grid_x: int, grid_y: int, grid_z: int) -> tuple[int, int, int]:
         total_x = grid_x * self.threads_per_group

@@ -16,6 +16,7 @@ from msltrans.sim.errors import (
     DivergenceError,
     DivisionTrapError,
     InvalidAddressError,
+    KernelTimeoutError,
     LaunchError,
     OutOfBoundsError,
     RaceError,
@@ -27,9 +28,8 @@ from msltrans.sim.library import Kernel, Library, compile_shader
 from msltrans.sim.races import RaceReport, check_races
 
 __all__ = [
-    "CompileError", "CompilerNotFoundError", "DeviceError", "DeviceFailure",
-    "DivergenceError", "DivisionTrapError", "InvalidAddressError", "Kernel", "LaunchError",
-    "Library", "OutOfBoundsError", "RaceError", "RaceReport", "SimError",
-    "StackOverflowError", "ThreadgroupMemoryError", "check_races", "compile_shader",
-    "find_compiler",
+    "CompileError", "CompilerNotFoundError", "DeviceError", "DeviceFailure", "DivergenceError",
+    "DivisionTrapError", "InvalidAddressError", "Kernel", "KernelTimeoutError", "LaunchError",
+    "Library", "OutOfBoundsError", "RaceError", "RaceReport", "SimError", "StackOverflowError",
+    "ThreadgroupMemoryError", "check_races", "compile_shader", "find_compiler",
 ]

@@ -10,6 +10,7 @@ name for all scalars, or {index: name}) says otherwise; lists become arrays the 
 from __future__ import annotations
 
 import ctypes
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,8 +19,8 @@ import numpy as np
 from msltrans.sim.errors import LaunchError
 
 # torch.mps's cast names (OptionalArgCaster) -> numpy dtypes; bf16 is converted by hand.
-CASTS = {"fp16": np.float16, "bf16": "bf16", "int32": np.int32, "int16": np.int16,
-         "int8": np.int8, "uint8": np.uint8}
+CASTS: dict[str, Any] = {"fp16": np.float16, "bf16": "bf16", "int32": np.int32,
+                         "int16": np.int16, "int8": np.int8, "uint8": np.uint8}
 
 
 @dataclass
@@ -90,11 +91,9 @@ def memory_of(value: Any, index: int) -> tuple[int, int, int, bool] | None:
             raise LaunchError(f"argument {index}: non-contiguous numpy array; pass "
                               "np.ascontiguousarray(x) or a torch tensor")
         return value.ctypes.data, value.nbytes, value.itemsize, bool(value.flags.writeable)
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - torch is a dependency
-        return None
-    if isinstance(value, torch.Tensor):
+    # Not `import torch`: it takes seconds, and a tensor implies torch is already loaded.
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
         if value.device.type != "cpu":
             raise LaunchError(f"argument {index}: tensor on {value.device}; the simulator "
                               "runs on CPU tensors")

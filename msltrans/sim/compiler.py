@@ -97,7 +97,7 @@ def _candidates() -> list[tuple[str, ...]]:
     return found
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _find(override: str | None) -> Compiler:
     if override:
         argv = tuple(override.split())

@@ -96,6 +96,11 @@ class DivisionTrapError(DeviceError):
     """An integer division trapped (division by zero or INT_MIN / -1)."""
 
 
+class KernelTimeoutError(DeviceError):
+    """The dispatch ran past its time limit: an endless loop, or a thread spinning on a value
+    another thread of its group would write (threads run one at a time until they block)."""
+
+
 class DeviceFailure(DeviceError):
     """Device code called msl_sim_fail (an unmodelled feature, a shim-detected misuse)."""
 

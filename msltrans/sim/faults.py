@@ -16,6 +16,7 @@ from msltrans.sim.errors import (
     DivergenceError,
     DivisionTrapError,
     InvalidAddressError,
+    KernelTimeoutError,
     LaunchError,
     OutOfBoundsError,
     SimError,
@@ -110,11 +111,15 @@ def raise_report(report: native.Report, kernel: KernelSignature, bound: list[Bou
     errors: dict[int, type[DeviceError]] = {
         native.ERR_STACK: StackOverflowError, native.ERR_FPE: DivisionTrapError,
         native.ERR_DIVERGENCE: DivergenceError, native.ERR_TG_MEMORY: ThreadgroupMemoryError,
-        native.ERR_FAIL: DeviceFailure, native.ERR_BUS: InvalidAddressError}
+        native.ERR_FAIL: DeviceFailure, native.ERR_BUS: InvalidAddressError,
+        native.ERR_TIMEOUT: KernelTimeoutError}
     what = {native.ERR_STACK: "fiber stack overflow (64 KB per thread: deep recursion or "
                               "large local arrays)",
             native.ERR_FPE: "integer division trap (division by zero or INT_MIN / -1)",
-            native.ERR_BUS: "bus error"}.get(kind, message)
+            native.ERR_BUS: "bus error",
+            native.ERR_TIMEOUT: "the dispatch ran past its time limit (an endless loop, or a "
+                                "spin-wait on another thread: simulated threads run one at a "
+                                "time until they reach a barrier)"}.get(kind, message)
     if kind in errors:
         raise errors[kind](what, where)
     raise SimError(f"kernel `{kernel.name}`: unknown runtime error {kind}: {message}")

@@ -19,8 +19,8 @@ from typing import Any
 from msltrans.sim import native
 from msltrans.sim.args import (
     Bound,
-    group_regions,
     Region,
+    group_regions,
     memory_of,
     scalar_bytes,
     scalar_region,
@@ -36,6 +36,8 @@ from msltrans.sim.signatures import KernelSignature
 
 MAX_THREADS_PER_THREADGROUP = 1024
 THREAD_EXECUTION_WIDTH = 32
+# Wall-clock limit of one dispatch (seconds; None disables): a spin-wait would hang forever.
+DEFAULT_TIMEOUT_S = 300.0
 _dispatch_lock = threading.Lock()   # the runtime keeps one dispatch's state in globals
 _loaded: dict[str, Library] = {}
 
@@ -75,8 +77,8 @@ class Kernel:
     def __call__(self, *args: Any, threads: int | tuple[int, ...] | None = None,
                  group_size: int | tuple[int, ...] | None = None,
                  arg_casts: str | dict[int, str] | None = None, schedule: str = "forward",
-                 seed: int = 0, threadgroup_memory: dict[int, int] | list[int] | None = None
-                 ) -> None:
+                 seed: int = 0, threadgroup_memory: dict[int, int] | list[int] | None = None,
+                 timeout: float | None = DEFAULT_TIMEOUT_S) -> None:
         if schedule not in native.SCHEDULES:
             raise LaunchError(f"schedule must be one of {sorted(native.SCHEDULES)}")
         bound, scalars = self._bind(args, arg_casts)
@@ -102,8 +104,9 @@ class Kernel:
                               f"threads, over Metal's {MAX_THREADS_PER_THREADGROUP} per "
                               "threadgroup")
         tg_lengths = self._threadgroup_lengths(threadgroup_memory)
+        timeout_ms = 0 if not timeout else max(1, int(timeout * 1000))
         self._run(bound, scalars, grid + (1,) * (3 - len(grid)),
-                  group + (1,) * (3 - len(group)), tg_lengths, schedule, seed)
+                  group + (1,) * (3 - len(group)), tg_lengths, schedule, seed, timeout_ms)
 
     def _bind(self, args: tuple[Any, ...], arg_casts: str | dict[int, str] | None
               ) -> tuple[list[Bound], list[Bound]]:
@@ -132,7 +135,8 @@ class Kernel:
         return [int(given.get(i, 0)) for i in range(max(indices) + 1)]
 
     def _run(self, bound: list[Bound], scalars: list[Bound], grid: tuple[int, ...],
-             group: tuple[int, ...], tg_lengths: list[int], schedule: str, seed: int) -> None:
+             group: tuple[int, ...], tg_lengths: list[int], schedule: str, seed: int,
+             timeout_ms: int) -> None:
         lib = native.runtime()
         regions = group_regions(bound)
         for item in scalars:
@@ -153,7 +157,7 @@ class Kernel:
                 entry=self._entry, buffers=buffers, n_buffers=n_buffers, n_tg=len(tg_lengths),
                 tg_lengths=lengths, threads=(ctypes.c_uint * 3)(*grid),
                 group_size=(ctypes.c_uint * 3)(*group), schedule=native.SCHEDULES[schedule],
-                interleave=0, seed=seed & (2**64 - 1))
+                interleave=0, seed=seed & (2**64 - 1), timeout_ms=timeout_ms)
             report = native.Report()
             with _dispatch_lock:
                 lib.msl_sim_dispatch(ctypes.byref(launch), ctypes.byref(report))

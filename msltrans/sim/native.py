@@ -27,6 +27,7 @@ class Launch(ctypes.Structure):
         ("schedule", ctypes.c_uint),
         ("interleave", ctypes.c_uint),
         ("seed", ctypes.c_ulonglong),
+        ("timeout_ms", ctypes.c_uint),
     ]
 
 
@@ -48,8 +49,8 @@ class Report(ctypes.Structure):
     ]
 
 
-ERR_SEGV, ERR_STACK, ERR_FPE, ERR_DIVERGENCE, ERR_TG_MEMORY, ERR_FAIL, ERR_LAUNCH, ERR_BUS = (
-    1, 2, 3, 4, 5, 6, 7, 8)
+(ERR_SEGV, ERR_STACK, ERR_FPE, ERR_DIVERGENCE, ERR_TG_MEMORY, ERR_FAIL, ERR_LAUNCH, ERR_BUS,
+ ERR_TIMEOUT) = range(1, 10)
 SCHEDULES = {"forward": 0, "reverse": 1, "shuffle": 2}
 
 

@@ -31,7 +31,8 @@ _MARKER = re.compile(r'^#\s*(\d+)\s+"((?:\\.|[^"\\])*)"[^\n]*$')
 def split_shim(text: str, shim_dir: str) -> tuple[str, str]:
     """(shim lines, everything else) of a preprocessed text; markers of kept parts lose
     their include-stack flags, which would refer to dropped files."""
-    shim, rest = [], []
+    shim: list[str] = []
+    rest: list[str] = []
     keep = True
     for line in text.split("\n"):
         marker = _MARKER.match(line)

@@ -5,6 +5,7 @@ data race shows up as a result that depends on the order."""
 from __future__ import annotations
 
 import copy
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,31 +26,23 @@ class RaceReport:
 def _clone(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return value.copy()
-    try:
-        import torch
-
+    torch = sys.modules.get("torch")
+    if torch is not None:
         if isinstance(value, torch.Tensor):
             # Keep the storage layout (offset, strides): the kernel sees storage bytes.
             storage = value.untyped_storage()
             fresh = torch.empty(0, dtype=value.dtype)
             fresh.set_(storage.clone(), value.storage_offset(), value.size(), value.stride())
             return fresh
-    except ImportError:  # pragma: no cover
-        pass
     return copy.deepcopy(value)
 
 
 def _bytes_of(value: Any) -> np.ndarray | None:
     if isinstance(value, np.ndarray):
         return value.reshape(-1).view(np.uint8) if value.size else np.zeros(0, np.uint8)
-    try:
-        import torch
-
-        if isinstance(value, torch.Tensor):
-            storage = value.untyped_storage()
-            return np.frombuffer(bytes(storage), dtype=np.uint8)
-    except ImportError:  # pragma: no cover
-        pass
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        return np.frombuffer(bytes(value.untyped_storage()), dtype=np.uint8)
     return None
 
 
@@ -71,9 +64,9 @@ def check_races(kernel: Kernel, *args: Any, seeds: tuple[int, ...] = (1, 2, 3),
         results.append(clones)
     names = {p.index: p.name for p in kernel.signature.params if p.kind == "buffer"}
     differences = []
-    for (schedule, seed), clones in zip(schedules[1:], results[1:]):
+    for (schedule, seed), clones in zip(schedules[1:], results[1:], strict=True):
         label = schedule if schedule != "shuffle" else f"shuffle(seed={seed})"
-        for index, (base, other) in enumerate(zip(results[0], clones)):
+        for index, (base, other) in enumerate(zip(results[0], clones, strict=True)):
             a, b = _bytes_of(base), _bytes_of(other)
             if a is None or b is None or np.array_equal(a, b):
                 continue

@@ -6,9 +6,10 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from msltrans.sim.errors import CompileError
-from msltrans.sim.prepare import KERNEL_MARK, TG_ATTR_MARK, Preprocessed, split_top_level
+from msltrans.sim.prepare import TG_ATTR_MARK, split_top_level
 
 # Built-in inputs: attribute name -> (abi.h field, whether it is a 3-vector quantity).
 BUILTINS: dict[str, tuple[str, bool]] = {
@@ -58,7 +59,8 @@ class KernelSignature:
 
     @staticmethod
     def from_json(data: dict[str, object]) -> KernelSignature:
-        params = tuple(Param(**p) for p in data["params"])  # type: ignore[arg-type]
+        raw_params: list[dict[str, Any]] = data["params"]  # type: ignore[assignment]
+        params = tuple(Param(**p) for p in raw_params)
         return KernelSignature(str(data["name"]), str(data["callee"]), params)
 
 

@@ -71,3 +71,19 @@ inline float msl_erf(float a) {
     }
     return r;
 }
+// Integer magnitude -> bfloat with one rounding. bfloat(float(m)) would round twice (to 24
+// bits, then to 8); rounding to odd at 24 bits first (truncate, set the last kept bit if
+// anything was dropped) makes the float conversion exact and the final rounding correct.
+inline bfloat msl_u64_to_bf16(ulong m) {
+    uint width = 64u - uint(clz(m));
+    if (width > 24u) {
+        uint sh = width - 24u;
+        ulong dropped = m & ((1ul << sh) - 1ul);
+        m = ((m >> sh) << sh) | (dropped != 0ul ? (1ul << sh) : 0ul);
+    }
+    return bfloat(float(m));
+}
+inline bfloat msl_i64_to_bf16(long x) {
+    bfloat r = msl_u64_to_bf16(x < 0l ? 0ul - ulong(x) : ulong(x));
+    return x < 0l ? -r : r;
+}

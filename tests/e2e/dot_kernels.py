@@ -33,3 +33,69 @@ def dot_strided_kernel(a_ptr, b_ptr, out_ptr, sam, sak, sbk, sbn, M: tl.constexp
     else:
         d = tl.dot(a, b)
     tl.store(out_ptr + rm[:, None] * N + rn[None, :], d)
+
+
+@triton.jit
+def matmul_f32_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                      stride_cm, stride_cn, BLOCK_SIZE_M: tl.constexpr,
+                      BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+                      GROUP_SIZE_M: tl.constexpr):
+    """Tutorial 03's matmul_kernel storing the fp32 accumulator itself (so every bit of the
+    K-loop fma chain is checked, not just its fp16 rounding)."""
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_SIZE_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    offs_am = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
+    offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
+    offs_k = tl.arange(0, BLOCK_SIZE_K)
+    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
+        accumulator = tl.dot(a, b, accumulator)
+        a_ptrs += BLOCK_SIZE_K * stride_ak
+        b_ptrs += BLOCK_SIZE_K * stride_bk
+    offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+    offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    tl.store(c_ptrs, accumulator, mask=c_mask)
+
+
+@triton.jit
+def batched_dot_kernel(a_ptr, b_ptr, c_ptr, out_ptr, B: tl.constexpr, M: tl.constexpr,
+                       N: tl.constexpr, K: tl.constexpr):
+    """out[b] = a[b] @ b[b] + c[b] with one 3-D tl.dot (row-major [B, M, K] x [B, K, N])."""
+    rb = tl.arange(0, B)[:, None, None]
+    rm = tl.arange(0, M)[None, :, None]
+    rn = tl.arange(0, N)[None, None, :]
+    rka = tl.arange(0, K)[None, None, :]
+    rkb = tl.arange(0, K)[None, :, None]
+    a = tl.load(a_ptr + rb * M * K + rm * K + rka)
+    b = tl.load(b_ptr + rb * K * N + rkb * N + rn)
+    c = tl.load(c_ptr + rb * M * N + rm * N + rn)
+    tl.store(out_ptr + rb * M * N + rm * N + rn, tl.dot(a, b, c))
+
+
+@triton.jit
+def chained_dot_kernel(q_ptr, k_ptr, v_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr,
+                       D: tl.constexpr):
+    """Attention's shape of work without the softmax: out = (q @ k^T) @ v, the first dot's
+    result feeding the second as its A operand (k is read transposed through strides)."""
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    rd = tl.arange(0, D)
+    q = tl.load(q_ptr + rm[:, None] * D + rd[None, :])
+    kt = tl.load(k_ptr + rd[:, None] + rn[None, :] * D)
+    v = tl.load(v_ptr + rn[:, None] * D + rd[None, :])
+    s = tl.dot(q, kt)
+    tl.store(out_ptr + rm[:, None] * D + rd[None, :], tl.dot(s.to(v.dtype), v))
+

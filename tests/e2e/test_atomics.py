@@ -256,3 +256,25 @@ def test_refusals() -> None:
         compile_kernel(scope_kernel, (np.zeros(1, np.int32),), 1, SCOPE="sys")
     with pytest.raises(MetalNonRecoverableError, match="64-bit integer atomic.*32-bit"):
         compile_kernel(scope_kernel, (np.zeros(1, np.int64),), 1, SCOPE="gpu")
+
+
+@triton.jit
+def cas16_kernel(q_ptr, cmp_ptr, old_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    new = tl.load(old_ptr + offs)  # old_ptr holds the new values on entry
+    tl.store(old_ptr + offs, tl.atomic_cas(q_ptr + offs, tl.load(cmp_ptr + offs), new))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.int16])
+def test_16bit_cas_adjacent_elements(dtype: type) -> None:
+    # Both halves of a 32-bit word are swapped (or not) independently.
+    block = 32
+    i = np.arange(block)
+    q = (i * 5 - 40).astype(dtype)
+    cmp = np.where(i % 3 == 0, q, q + 1).astype(dtype)
+    new = (-i - 1).astype(dtype)
+    q0, old = q.copy(), new.copy()
+    run_kernel(cas16_kernel, (1,), q, cmp, old, num_warps=1, BLOCK=block)
+    hit = i % 3 == 0
+    assert old.tobytes() == q0.tobytes()
+    assert (q[hit] == new[hit]).all() and (q[~hit] == q0[~hit]).all()

@@ -14,8 +14,15 @@ import pytest
 import triton
 import triton.language as tl
 
-from tests.support.diff import (TRITON_PTR, as_float, assert_same_bits, bf16_from_f32,
-                                compile_typed, launch, np_dtype)
+from tests.support.diff import (
+    TRITON_PTR,
+    as_float,
+    assert_same_bits,
+    bf16_from_f32,
+    compile_typed,
+    launch,
+    np_dtype,
+)
 from tests.support.values import float_edge_values, int_edge_values
 
 NPZ = np.load(Path(__file__).resolve().parents[1] / "data" / "cuda" / "elementwise_semantics.npz")

@@ -15,8 +15,16 @@ import torch
 import triton
 import triton.language as tl
 
-from tests.support.diff import (TRITON_PTR, as_float, assert_same_bits, bf16_from_f32,
-                                compile_typed, f32_from_bf16, launch, np_dtype)
+from tests.support.diff import (
+    TRITON_PTR,
+    as_float,
+    assert_same_bits,
+    bf16_from_f32,
+    compile_typed,
+    f32_from_bf16,
+    launch,
+    np_dtype,
+)
 from tests.support.fma import fma_f32
 from tests.support.values import bf16_edge_values, float_edge_values
 
@@ -49,16 +57,10 @@ def float_ops_kernel(a_ptr, b_ptr, c_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 def _round(x64: np.ndarray, dtype: str) -> np.ndarray:
-    """float64 values → the dtype's storage, round to nearest even."""
+    """float64 values that are exact in the dtype → its storage."""
     if dtype == "bfloat16":
-        return bf16_from_f32(_to_f32_exact(x64))
+        return bf16_from_f32(x64.astype(np.float32))
     return x64.astype(dtype)
-
-
-def _to_f32_exact(x64: np.ndarray) -> np.ndarray:
-    # Only used for values already representable in bf16 (hence in f32) or rounded via
-    # torch from float32 below; double rounding would otherwise matter.
-    return x64.astype(np.float32)
 
 
 def _arith(op: str, a: np.ndarray, b: np.ndarray, dtype: str) -> np.ndarray:
@@ -76,11 +78,9 @@ def _arith(op: str, a: np.ndarray, b: np.ndarray, dtype: str) -> np.ndarray:
 def _minmax(op: str, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """minnum/maxnum (NaN loses) and minimum/maximum (NaN wins), -0.0 < +0.0."""
     nx, ny = np.isnan(x), np.isnan(y)
-    kx = x + np.where(np.signbit(x), -0.0, 0.0)  # order keys: -0.0 below +0.0
     less = (x < y) | ((x == y) & np.signbit(x) & ~np.signbit(y))
     pick_x = less if op.startswith("min") else (~less & ~((x == y) & np.signbit(x)
                                                            & ~np.signbit(y)))
-    del kx
     r = np.where(pick_x, x, y)
     if op.endswith("nan"):
         return np.where(nx | ny, np.nan, r)
@@ -160,8 +160,13 @@ def _inputs(dtype: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         parts = [np.concatenate([NPZ["minmax_a"], NPZ["fma_a"], p]) for p in parts]
         parts[1][:8], parts[1][8:8 + 4096] = NPZ["minmax_b"], NPZ["fma_b"]
         parts[2][8:8 + 4096] = NPZ["fma_c"]
-    return tuple(np.concatenate([p, r16[i]]).astype(np_dtype(dtype))  # type: ignore[return-value]
-                 for i, p in enumerate(parts))
+    a, b, c = (np.concatenate([p, r16[i]]).astype(np_dtype(dtype)) for i, p in enumerate(parts))
+    if dtype != "float32":  # fma lands just below a midpoint, exactly on it once in f32
+        u = 2.0**-10 if dtype == "float16" else 2.0**-7
+        abc = np.array([2.0**-5 * (1 + u), 2.0**-6 * (1 - u), 1 + u], np.float32)
+        abc16 = bf16_from_f32(abc) if dtype == "bfloat16" else abc.astype(dtype)
+        a[-1], b[-1], c[-1] = abc16
+    return a, b, c
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])

@@ -129,8 +129,12 @@ SHAPE = (13, 37, 16, 64)  # m, n, M, N: an odd tile inside a power-of-two block
 AXES = [0, 1, None]
 
 
+SLOW = pytest.mark.slow
+
+
 @pytest.mark.parametrize("axis", AXES)
-@pytest.mark.parametrize("dtype", ["int8", "int32", "int64", "uint8", "uint32", "uint64"])
+@pytest.mark.parametrize("dtype", ["int8", pytest.param("int32", marks=SLOW), "int64",
+                                   pytest.param("uint8", marks=SLOW), "uint32", "uint64"])
 def test_int_reductions(dtype: str, axis: int | None) -> None:
     m, n, M, N = SHAPE
     dt = np.dtype(dtype)
@@ -179,7 +183,8 @@ def _cut_src(xp: np.ndarray, m: int, n: int, axis: int | None) -> np.ndarray:
 
 
 @pytest.mark.parametrize("axis", [0, 1])
-@pytest.mark.parametrize("dtype", ["float32", "int32", "int64", "uint32", "uint64"])
+@pytest.mark.parametrize("dtype", ["float32", pytest.param("int32", marks=SLOW), "int64",
+                                   pytest.param("uint32", marks=SLOW), "uint64"])
 def test_argmin_argmax(dtype: str, axis: int) -> None:
     m, n, M, N = SHAPE
     rng = np.random.default_rng(4)
@@ -201,8 +206,9 @@ def test_argmin_argmax(dtype: str, axis: int) -> None:
     np.testing.assert_array_equal(outs[2], _cut(xp.max(axis=axis), m, n, axis))
 
 
-@pytest.mark.parametrize("num_warps", [1, 2, 8, 16])
-@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize(("num_warps", "axis"), [(1, 0), (2, 1), (8, 0), (16, 1),
+                                                 pytest.param(1, 1, marks=SLOW),
+                                                 pytest.param(16, 0, marks=SLOW)])
 def test_int_reductions_num_warps(num_warps: int, axis: int) -> None:
     m, n, M, N = 29, 61, 32, 64
     x = mixed_values("int32", m * n, seed=num_warps).reshape(m, n)

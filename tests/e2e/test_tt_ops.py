@@ -7,7 +7,7 @@ import pytest
 import triton
 import triton.language as tl
 
-from tests.support.run_kernel import compile_kernel, run_kernel
+from tests.support.run_kernel import run_kernel
 
 
 @triton.jit
@@ -124,19 +124,6 @@ def test_math_ops() -> None:
     u64 = u.astype(np.uint64)
     want_hi = ((u64 * ((u64 + 12345) & 0xFFFFFFFF)) >> 32).astype(np.uint32)
     np.testing.assert_array_equal(outs["hi"], want_hi)
-
-
-def test_fp_to_fp_rtz_refused() -> None:
-    from msltrans.errors import MetalNonRecoverableError
-
-    @triton.jit
-    def rtz_kernel(x_ptr, out_ptr):
-        x = tl.load(x_ptr + tl.arange(0, 32))
-        tl.store(out_ptr + tl.arange(0, 32), x.to(tl.float16, fp_downcast_rounding="rtz"))
-
-    x = np.zeros(32, np.float32)
-    with pytest.raises(MetalNonRecoverableError, match="rounding"):
-        compile_kernel(rtz_kernel, (x, np.zeros(32, np.float16)))
 
 
 @triton.jit

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import triton
+import triton.language as tl
 
 from tests.support.kernels import add_kernel, broadcast_add_kernel
 from tests.support.run_kernel import run_kernel
@@ -35,3 +37,17 @@ def test_broadcast_add_2d(shape: tuple[int, int], num_warps: int) -> None:
     run_kernel(broadcast_add_kernel, grid, x, row, out, m, n, n, num_warps=num_warps,
                BLOCK_M=bm, BLOCK_N=bn)
     assert out.tobytes() == (x + row[None, :]).tobytes()
+
+
+@triton.jit
+def scalar_args_kernel(out_ptr, a, b, c, flag, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.where(flag, a * 2 + c, b)  # i32, i64, fp32 and i1 scalars
+    tl.store(out_ptr + offs, v + offs.to(tl.float32))
+
+
+def test_scalar_argument_kinds() -> None:
+    out = np.zeros(64, np.float32)
+    program = run_kernel(scalar_args_kernel, (1,), out, 7, 2**40, 0.25, True, BLOCK=64)
+    assert [p.arg_cast for p in program.params[1:]] == ["int32", "int64", "float", "uint8"]
+    np.testing.assert_array_equal(out, np.float32(7 * 2 + 0.25) + np.arange(64, dtype=np.float32))

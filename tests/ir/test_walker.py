@@ -5,7 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from msltrans.ir import PointerType, ScalarType, TensorType, read_module, read_ttgir_file, to_ttgir
-from tests.support.kernels import add_kernel, broadcast_add_kernel, loop_kernel
+from tests.support.kernels import (
+    add_kernel,
+    broadcast_add_kernel,
+    loop_kernel,
+    reduce_scan_while_kernel,
+)
 
 ADD_SIG = {"x_ptr": "*fp32", "y_ptr": "*fp32", "output_ptr": "*fp32", "n_elements": "i32"}
 
@@ -83,3 +88,20 @@ def test_saved_ttgir_round_trip(tmp_path: Path) -> None:
     assert [o.loc for o in _ops(fa.body)] == [o.loc for o in _ops(fb.body)]
     assert [str(r.type) for o in _ops(fa.body) for r in o.results] == \
         [str(r.type) for o in _ops(fb.body) for r in o.results]
+
+
+def test_generic_form_ops_and_inlined_locations() -> None:
+    sig = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}
+    mod = read_module(to_ttgir(reduce_scan_while_kernel, sig, {"BLOCK": 128}, 4))
+    ops = _ops(mod.function().body)
+    red = next(op for op in ops if op.name == "tt.reduce")
+    scan = next(op for op in ops if op.name == "tt.scan")
+    assert red.attrs["axis"] == 0 and scan.attrs["reverse"] is True
+    body = red.regions[0].blocks[0]
+    assert len(body.args) == 2 and body.ops[-1].name == "tt.reduce.return"
+    # tl.sum is inlined from triton/language: the location is the user's line, not Triton's.
+    assert red.loc.file.endswith("kernels.py") and red.results[0].name == "s"
+    loop = next(op for op in ops if op.name == "scf.while")
+    assert len(loop.regions) == 2
+    assert loop.regions[0].blocks[0].ops[-1].name == "scf.condition"
+    assert loop.regions[1].blocks[0].ops[-1].name == "scf.yield"

@@ -15,10 +15,9 @@ import triton.language as tl
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir import read_module, to_ttgir
 from msltrans.ir.types import ScalarType
-from msltrans.lower import lower_module, lowers, supported_ops
-from msltrans.lower import msl_types
+from msltrans.lower import lower_module, lowers, msl_types, registry, supported_ops
 from msltrans.lower.values import float_literal, int_literal
-from tests.support.kernels import add_kernel, loop_kernel
+from tests.support.kernels import add_kernel
 from tests.support.run_kernel import check_msl_compiles, compile_ttgir, dispatch, run_kernel
 from tests.support.ttgir_gen import elementwise_kernel_1d, write
 
@@ -54,17 +53,17 @@ def test_msl_is_annotated() -> None:
         assert name in src
 
 
-def test_registry_miss_names_op_and_line() -> None:
-    mod = read_module(to_ttgir(loop_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"},
-                               {"BLOCK": 128}, 4))
-    if "scf.for" in supported_ops():
-        pytest.skip("scf.for has a lowering now")
+def test_registry_miss_names_op_and_line(monkeypatch) -> None:  # noqa: ANN001
+    mod = read_module(to_ttgir(add_kernel, ADD_SIG, {"BLOCK_SIZE": 256}, 4))
+    supported_ops()  # load every family first, then take one lowering away
+    monkeypatch.delitem(registry._REGISTRY, "tt.make_range")
     with pytest.raises(MetalNonRecoverableError) as info:
         lower_module(mod)
     err = info.value
-    assert err.op == "scf.for"
+    assert err.op == "tt.make_range"
     assert err.location is not None and re.match(r"kernels\.py:\d+$", err.location)
     assert err.hint and "supported ops" in err.hint
+    assert "cannot lower `tt.make_range` at kernels.py:" in str(err)
 
 
 def test_registry_rejects_double_registration() -> None:

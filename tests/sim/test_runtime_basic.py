@@ -21,7 +21,8 @@ using namespace metal;
 #define BLOCK 256
 kernel void block_sum(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
                       constant uint& n [[buffer(2)]],
-                      uint gid [[thread_position_in_grid]], uint lid [[thread_position_in_threadgroup]],
+                      uint gid [[thread_position_in_grid]],
+                      uint lid [[thread_position_in_threadgroup]],
                       uint group [[threadgroup_position_in_grid]]) {
     threadgroup float partial[BLOCK];
     partial[lid] = gid < n ? x[gid] : 0.0f;
@@ -38,9 +39,12 @@ BUILTINS = """
 #include <metal_stdlib>
 using namespace metal;
 kernel void where_am_i(device uint* out [[buffer(0)]],
-                       uint3 pos [[thread_position_in_grid]], ushort2 lpos [[thread_position_in_threadgroup]],
-                       uint3 tpg [[threads_per_threadgroup]], uint lane [[thread_index_in_simdgroup]],
-                       uint sg [[simdgroup_index_in_threadgroup]], uint3 grid [[threads_per_grid]]) {
+                       uint3 pos [[thread_position_in_grid]],
+                       ushort2 lpos [[thread_position_in_threadgroup]],
+                       uint3 tpg [[threads_per_threadgroup]],
+                       uint lane [[thread_index_in_simdgroup]],
+                       uint sg [[simdgroup_index_in_threadgroup]],
+                       uint3 grid [[threads_per_grid]]) {
     uint i = (pos.y * grid.x + pos.x) * 6;
     out[i + 0] = pos.x; out[i + 1] = pos.y; out[i + 2] = lpos.x;
     out[i + 3] = tpg.x; out[i + 4] = lane; out[i + 5] = sg;
@@ -54,7 +58,8 @@ template <typename T>
 kernel void scale(device T* x, constant float& factor, uint i [[thread_position_in_grid]]) {
     x[i] = T(float(x[i]) * factor);
 }
-template [[host_name("scale_float")]] [[kernel]] void scale<float>(device float*, constant float&, uint);
+template [[host_name("scale_float")]] [[kernel]]
+void scale<float>(device float*, constant float&, uint);
 template [[host_name("scale_int")]] [[kernel]] decltype(scale<int>) scale<int>;
 """
 

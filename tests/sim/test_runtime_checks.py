@@ -25,7 +25,8 @@ kernel void signed_copy(device const float* src [[buffer(0)]], device float* dst
 
 MISSING_BARRIER = HEADER + """
 kernel void rotate(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
-                   uint lid [[thread_position_in_threadgroup]], uint n [[threads_per_threadgroup]]) {
+                   uint lid [[thread_position_in_threadgroup]],
+                   uint n [[threads_per_threadgroup]]) {
     threadgroup float tile[64];
     tile[lid] = x[lid];
     // missing threadgroup_barrier here
@@ -34,12 +35,14 @@ kernel void rotate(device const float* x [[buffer(0)]], device float* out [[buff
 """
 
 DIVERGENT = HEADER + """
-kernel void early_exit(device float* out [[buffer(0)]], uint lid [[thread_position_in_threadgroup]]) {
+kernel void early_exit(device float* out [[buffer(0)]],
+                       uint lid [[thread_position_in_threadgroup]]) {
     if (lid >= 16) return;
     threadgroup_barrier(mem_flags::mem_threadgroup);
     out[lid] = 1.0f;
 }
-kernel void two_barriers(device float* out [[buffer(0)]], uint lid [[thread_position_in_threadgroup]]) {
+kernel void two_barriers(device float* out [[buffer(0)]],
+                         uint lid [[thread_position_in_threadgroup]]) {
     if (lid % 2) {
         threadgroup_barrier(mem_flags::mem_threadgroup);
     } else {
@@ -80,8 +83,10 @@ kernel void divide(device int* x [[buffer(0)]], device const int* y [[buffer(1)]
 """
 
 DYNAMIC_TG = HEADER + """
-kernel void reverse_in_group(device float* x [[buffer(0)]], threadgroup float* scratch [[threadgroup(0)]],
-                             uint lid [[thread_position_in_threadgroup]], uint n [[threads_per_threadgroup]],
+kernel void reverse_in_group(device float* x [[buffer(0)]],
+                             threadgroup float* scratch [[threadgroup(0)]],
+                             uint lid [[thread_position_in_threadgroup]],
+                             uint n [[threads_per_threadgroup]],
                              uint gid [[thread_position_in_grid]]) {
     scratch[lid] = x[gid];
     threadgroup_barrier(mem_flags::mem_threadgroup);
@@ -159,14 +164,15 @@ def test_barrier_after_early_return_is_divergence(sim):
     with pytest.raises(sim.DivergenceError) as info:
         lib.early_exit(out, threads=64, group_size=64)
     message = str(info.value)
-    assert "16 thread(s) wait at threadgroup_barrier at div.metal:6:5" in message
+    assert "16 thread(s) wait at threadgroup_barrier at div.metal:7:5" in message
     assert "48 thread(s) already returned" in message
 
 
 def test_barriers_at_different_sites_are_divergence(sim):
     lib = sim.compile_shader(DIVERGENT, name="div.metal")
     out = np.zeros(64, dtype=np.float32)
-    with pytest.raises(sim.DivergenceError, match="div.metal:11.*div.metal:13|div.metal:13.*div.metal:11"):
+    sites = "div.metal:13.*div.metal:15|div.metal:15.*div.metal:13"
+    with pytest.raises(sim.DivergenceError, match=sites):
         lib.two_barriers(out, threads=64, group_size=64)
 
 
@@ -228,7 +234,8 @@ kernel void lane_sums(device float* out [[buffer(0)]], uint lane [[thread_index_
     out[gid * 2] = total;
     out[gid * 2 + 1] = next;
 }
-kernel void divergent_simd(device float* out [[buffer(0)]], uint lane [[thread_index_in_simdgroup]]) {
+kernel void divergent_simd(device float* out [[buffer(0)]],
+                           uint lane [[thread_index_in_simdgroup]]) {
     if (lane < 8) {
         out[lane] = simd_sum(1.0f);
     } else {
@@ -254,3 +261,25 @@ def test_simd_op_at_different_sites_is_divergence(sim):
     lib = sim.compile_shader(SIMD, name="simd.metal")
     with pytest.raises(sim.DivergenceError, match="divergent SIMD op in simdgroup 0"):
         lib.divergent_simd(np.zeros(32, np.float32), threads=32, group_size=32)
+
+
+SPIN = HEADER + """
+kernel void spin_on_neighbour(device atomic_uint* flag [[buffer(0)]],
+                              uint lid [[thread_position_in_threadgroup]]) {
+    if (lid == 0) {
+        // Waits for thread 1, which never runs: thread 0 has not reached a barrier.
+        while (atomic_load_explicit(flag, memory_order_relaxed) == 0) {}
+    } else {
+        atomic_store_explicit(flag, 1u, memory_order_relaxed);
+    }
+}
+"""
+
+
+def test_spin_wait_times_out_instead_of_hanging(sim):
+    lib = sim.compile_shader(SPIN)
+    flag = np.zeros(1, dtype=np.uint32)
+    with pytest.raises(sim.KernelTimeoutError, match="time limit"):
+        lib.spin_on_neighbour(flag, threads=2, group_size=2, timeout=0.5)
+    lib.spin_on_neighbour(flag, threads=2, group_size=2, schedule="reverse")
+    assert flag[0] == 1

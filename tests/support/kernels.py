@@ -42,3 +42,15 @@ def loop_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
         else:
             acc -= v
     tl.store(out_ptr + offs, acc * 0.5)
+
+
+@triton.jit
+def reduce_scan_while_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    s = tl.sum(x, axis=0)
+    c = tl.cumsum(x, axis=0, reverse=True)
+    i = 0
+    while i < n:
+        i += 3
+    tl.store(out_ptr + offs, c + s + i)

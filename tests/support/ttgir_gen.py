@@ -77,7 +77,8 @@ def elementwise_kernel_1d(block: int, num_warps: int, in_types: list[str], out_t
         f"    %c = arith.constant {block} : i32",
         "    %pid = tt.get_program_id x : i32",
         "    %start = arith.muli %pid, %c : i32",
-        f"    %r = tt.make_range {{end = {block} : i32, start = 0 : i32}} : tensor<{block}xi32, #L>",
+        f"    %r = tt.make_range {{end = {block} : i32, start = 0 : i32}}"
+        f" : tensor<{block}xi32, #L>",
         f"    %s = tt.splat %start : i32 -> tensor<{block}xi32, #L>",
         f"    %off = arith.addi %s, %r : tensor<{block}xi32, #L>",
         f"    %ns = tt.splat %n : i32 -> tensor<{block}xi32, #L>",

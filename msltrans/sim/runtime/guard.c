@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -15,7 +16,7 @@
 __thread msl_sim_fault msl_sim_last_fault;
 extern sigjmp_buf msl_sim_fault_env;
 
-static struct sigaction saved_segv, saved_bus, saved_fpe;
+static struct sigaction saved_segv, saved_bus, saved_fpe, saved_alarm;
 static stack_t saved_altstack;
 static char alt_stack[1 << 16] __attribute__((aligned(64)));
 
@@ -69,7 +70,28 @@ static void on_fault(int signo, siginfo_t *info, void *context) {
     siglongjmp(msl_sim_fault_env, signo);
 }
 
-void msl_sim_signals_enter(void) {
+/* Fibers are cooperative: a thread spinning on another thread's store never yields, so a
+   wall-clock limit is the only way out. Jumping out is safe: the dispatch abandons every
+   fiber, and the runtime holds no locks or heap state while kernel code runs. */
+static void on_alarm(int signo, siginfo_t *info, void *context) {
+    (void)info;
+    (void)context;
+    msl_sim_last_fault.signo = signo;
+    msl_sim_last_fault.addr = 0;
+    msl_sim_last_fault.pc = 0;
+    msl_sim_last_fault.is_write = -1;
+    siglongjmp(msl_sim_fault_env, signo);
+}
+
+static void set_timer(unsigned timeout_ms) {
+    struct itimerval timer;
+    memset(&timer, 0, sizeof timer);
+    timer.it_value.tv_sec = timeout_ms / 1000;
+    timer.it_value.tv_usec = (timeout_ms % 1000) * 1000;
+    setitimer(ITIMER_REAL, &timer, NULL);
+}
+
+void msl_sim_signals_enter(unsigned timeout_ms) {
     stack_t alt = {.ss_sp = alt_stack, .ss_size = sizeof alt_stack, .ss_flags = 0};
     sigaltstack(&alt, &saved_altstack);
     struct sigaction action;
@@ -80,9 +102,19 @@ void msl_sim_signals_enter(void) {
     sigaction(SIGSEGV, &action, &saved_segv);
     sigaction(SIGBUS, &action, &saved_bus);
     sigaction(SIGFPE, &action, &saved_fpe);
+    if (timeout_ms) {
+        struct sigaction alarm_action = action;
+        alarm_action.sa_sigaction = on_alarm;
+        sigaction(SIGALRM, &alarm_action, &saved_alarm);
+        set_timer(timeout_ms);
+    }
 }
 
-void msl_sim_signals_leave(void) {
+void msl_sim_signals_leave(unsigned timeout_ms) {
+    if (timeout_ms) {
+        set_timer(0);
+        sigaction(SIGALRM, &saved_alarm, NULL);
+    }
     sigaction(SIGSEGV, &saved_segv, NULL);
     sigaction(SIGBUS, &saved_bus, NULL);
     sigaction(SIGFPE, &saved_fpe, NULL);

@@ -20,6 +20,7 @@ enum msl_sim_error_kind {
     MSL_SIM_ERR_FAIL = 6,        /* msl_sim_fail from device code */
     MSL_SIM_ERR_LAUNCH = 7,      /* invalid launch geometry */
     MSL_SIM_ERR_BUS = 8,
+    MSL_SIM_ERR_TIMEOUT = 9,     /* ran past launch->timeout_ms (a spin-wait never ends) */
 };
 
 typedef struct msl_sim_launch {
@@ -33,6 +34,7 @@ typedef struct msl_sim_launch {
     unsigned schedule;
     unsigned interleave;               /* reserved: threadgroups run one at a time */
     unsigned long long seed;
+    unsigned timeout_ms;               /* 0: no limit */
 } msl_sim_launch;
 
 typedef struct msl_sim_report {
@@ -65,8 +67,8 @@ typedef struct msl_sim_fault {
     void *pc;
 } msl_sim_fault;
 
-void msl_sim_signals_enter(void);
-void msl_sim_signals_leave(void);
+void msl_sim_signals_enter(unsigned timeout_ms);
+void msl_sim_signals_leave(unsigned timeout_ms);
 int msl_sim_stack_guard_hit(const void *addr);
 extern __thread msl_sim_fault msl_sim_last_fault;
 

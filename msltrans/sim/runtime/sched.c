@@ -165,7 +165,8 @@ static void classify_fault(void) {
     r->fault_addr = (unsigned long long)fault->addr;
     r->pc = (unsigned long long)fault->pc;
     r->is_write = fault->is_write;
-    if (fault->signo == SIGFPE) r->kind = MSL_SIM_ERR_FPE;
+    if (fault->signo == SIGALRM) r->kind = MSL_SIM_ERR_TIMEOUT;
+    else if (fault->signo == SIGFPE) r->kind = MSL_SIM_ERR_FPE;
     else if (fault->signo == SIGBUS) r->kind = MSL_SIM_ERR_BUS;
     else if (msl_sim_stack_guard_hit(fault->addr)) r->kind = MSL_SIM_ERR_STACK;
     else r->kind = MSL_SIM_ERR_SEGV;
@@ -236,7 +237,7 @@ int msl_sim_dispatch(const msl_sim_launch *launch, msl_sim_report *report) {
     unsigned n_groups[3];
     for (int d = 0; d < 3; d++)
         n_groups[d] = (launch->threads[d] + launch->group_size[d] - 1) / launch->group_size[d];
-    msl_sim_signals_enter();
+    msl_sim_signals_enter(launch->timeout_ms);
     if (sigsetjmp(msl_sim_fault_env, 1) == 0) {
         unsigned group[3], dims[3];
         for (group[2] = 0; group[2] < n_groups[2]; group[2]++)
@@ -253,7 +254,7 @@ int msl_sim_dispatch(const msl_sim_launch *launch, msl_sim_report *report) {
         classify_fault();
     }
 done:
-    msl_sim_signals_leave();
+    msl_sim_signals_leave(launch->timeout_ms);
     report->tg_static_bytes = G.static_bytes;
     return report->kind;
 }
