@@ -20,8 +20,10 @@ STAGES = ("ttir", "ttgir", "msl")
 
 EPILOG = """\
 examples:
+  msltrans dump examples/vector_add.py
+      runs the script and prints the MSL of the kernel it launched (Triton's tutorial 01)
   msltrans dump examples/vector_add.py --signature n_elements=i32 --constexpr BLOCK_SIZE=1024
-      MSL for Triton's tutorial vector add (x_ptr, y_ptr, output_ptr default to *fp32)
+      the same without running it (x_ptr, y_ptr, output_ptr default to *fp32)
   msltrans dump kernels.py --kernel softmax --stage ttgir --num-warps 8 \\
       --signature n_rows=i32,n_cols=i32,in_stride=i32,out_stride=i32 --constexpr BLOCK=1024
       the TTGIR Triton produced for the Metal target, with its layouts
@@ -35,7 +37,9 @@ signature inference (kernel.py input):
   any other non-constexpr argument needs --signature NAME=TYPE (i32, i64, u32, fp32, fp16,
   bf16, i1, *fp16, *i32, ...); a constexpr argument takes --constexpr NAME=VALUE or its
   Python default. VALUE is a Python literal (1024, 0.5, True) or a dtype such as tl.float16.
-  A missing one is reported with the exact flag to add.
+  A missing one is reported with the exact flag to add, unless the file is a script
+  (it has a __main__ block) and no flag was given: then the script is run and the
+  kernel's first real launch is dumped (the script's own output goes to stderr).
 
 MSLTRANS_TRACEBACK=1 shows the full Python traceback of an error.
 the same output from a running program: TRITON_KERNEL_DUMP=1 TRITON_DUMP_DIR=dump python app.py
@@ -133,8 +137,13 @@ def infer_signature(fn: Any, given: dict[str, str], constexprs: dict[str, str]
         else:
             missing.append(f"--signature {p.name}=i32")
     if missing:
-        _fail(f"kernel `{fn.__name__}` needs {'; '.join(missing)} (adjust types as needed)")
+        raise _MissingSpecialization(
+            f"kernel `{fn.__name__}` needs {'; '.join(missing)} (adjust types as needed)")
     return signature, values
+
+
+class _MissingSpecialization(Exception):
+    """The flags do not pin down the kernel's signature (the CLI then tries a run)."""
 
 
 def _launch_comment(metadata: dict[str, Any]) -> str:
@@ -176,9 +185,15 @@ def _compile_and_print(args: argparse.Namespace) -> None:
             _fail(f"{path} was built for num_warps={opts.get('num_warps')}; drop --num-warps")
     else:
         fn = _load_kernel(path, args.kernel)
-        signature, constexprs = infer_signature(
-            fn, _split_pairs(args.signature, "--signature"),
-            _split_pairs(args.constexpr, "--constexpr"))
+        try:
+            signature, constexprs = infer_signature(
+                fn, _split_pairs(args.signature, "--signature"),
+                _split_pairs(args.constexpr, "--constexpr"))
+        except _MissingSpecialization as missing:
+            if args.signature or args.constexpr or not _runs_as_script(path):
+                _fail(str(missing))
+            _dump_from_run(path, fn, wanted)
+            return
         src = ASTSource(fn, signature, constexprs)
         opts = {"num_warps": args.num_warps or 4}
     # Explicit, so Triton does not warn about its fp-fusion default on every dump.
@@ -202,6 +217,47 @@ def _compile_and_print(args: argparse.Namespace) -> None:
             if name == "msl":
                 text = text.rstrip("\n") + "\n" + _launch_comment(metadata)
             _emit(name, text, len(wanted) > 1)
+
+
+def _runs_as_script(path: Path) -> bool:
+    return "__main__" in path.read_text(errors="replace")
+
+
+def _dump_from_run(path: Path, fn: Any, wanted: tuple[str, ...]) -> None:
+    """Run the script as `python path` and print what its launches of `fn` compiled.
+
+    The signature and constexprs are then the ones the program really used, so
+    `msltrans dump examples/vector_add.py` needs no flags.
+    """
+    import contextlib
+    import runpy
+
+    argv, sys.argv = sys.argv, [str(path)]
+    try:
+        # The program's own output goes to stderr so that stdout is the dump alone.
+        with contextlib.redirect_stdout(sys.stderr):
+            scope = runpy.run_path(str(path), run_name="__main__")
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            _fail(f"running {path} to capture its launches failed (exit status {exc.code})")
+        scope = {}
+    except Exception as exc:  # the user's program: report, don't trace back
+        _fail(f"running {path} to capture its launches failed: {type(exc).__name__}: {exc}")
+    finally:
+        sys.argv = argv
+    ran = scope.get(fn.__name__, fn)
+    compiled = [k for cache in getattr(ran, "device_caches", {}).values()
+                for k in cache[0].values()]
+    if not compiled:
+        _fail(f"{path} ran but never launched `{fn.__name__}`: pass --signature/--constexpr")
+    kernel = compiled[0]
+    sig = ", ".join(f"{k}={v}" for k, v in kernel.src.signature.items()) \
+        if hasattr(kernel, "src") else "as launched"
+    print(f"// captured from running {path}: the first launch of `{fn.__name__}` ({sig})")
+    for stage in wanted:
+        text = kernel.asm[stage]
+        text = text.decode() if isinstance(text, bytes) else str(text)
+        _emit(stage, text, len(wanted) > 1)
 
 
 def _make_ir(src: Any, backend: Any, options: Any, context: Any, path: Path) -> Any:

@@ -26,11 +26,9 @@ from msltrans.lower.emitter import LANE, REG, TID, WARP, Emitter
 from msltrans.lower.registry import lowers
 from msltrans.lower.values import zero_literal
 
-_RELAXED = "memory_order_relaxed"
 _SCOPES = {"cta": "thread_scope_threadgroup", "gpu": "thread_scope_device"}
 _DEVICE_FLAGS = "mem_flags::mem_device | mem_flags::mem_threadgroup"
 _SEMS = ("relaxed", "acquire", "release", "acq_rel")
-# (op keyword, element type) → expression over P (pointer) and V (value); "u" = atomic_uint.
 _INT_OPS = {"add": "add", "and": "and", "or": "or", "xor": "xor", "max": "max", "min": "min"}
 _UINT_OPS = {"umax": "max", "umin": "min"}
 
@@ -66,8 +64,8 @@ def _elem_ctype(em: Emitter, ptr: Value) -> str:
     if not isinstance(pt, PointerType) or not isinstance(pt.pointee, ScalarType):
         em.fail("atomic through a non-pointer operand")
     name = pt.pointee.name
-    if name == "i64":
-        em.fail("64-bit integer atomic",
+    if name in ("i64", "f64"):  # f64 too: a downcast buffer would not make it a 64-bit atomic
+        em.fail(f"64-bit atomic on {name}",
                 "Metal has no 64-bit atomic add/exchange/cas (only void atomic_ulong min/max, "
                 "which Triton's returning ops cannot use); use 32-bit data")
     if name in ("i1", "i8"):
@@ -76,47 +74,46 @@ def _elem_ctype(em: Emitter, ptr: Value) -> str:
 
 
 def _rmw_expr(em: Emitter, kind: str, ct: str) -> str:
-    """MSL expression of one relaxed RMW returning the old value; P and V are placeholders."""
+    """MSL expression of one relaxed RMW returning the old value ({P}, {V} placeholders)."""
+    order = "memory_order_relaxed"
     if ct == "int" and kind in _INT_OPS:
-        return f"atomic_fetch_{_INT_OPS[kind]}_explicit((device atomic_int*)(P), V, {_RELAXED})"
+        return f"atomic_fetch_{_INT_OPS[kind]}_explicit((device atomic_int*){{P}}, {{V}}, {order})"
     if ct == "int" and kind in _UINT_OPS:
-        return (f"int(atomic_fetch_{_UINT_OPS[kind]}_explicit((device atomic_uint*)(P), uint(V), "
-                f"{_RELAXED}))")
+        return (f"int(atomic_fetch_{_UINT_OPS[kind]}_explicit((device atomic_uint*){{P}}, "
+                f"uint({{V}}), {order}))")
     if ct == "int" and kind == "exch":
-        return f"atomic_exchange_explicit((device atomic_int*)(P), V, {_RELAXED})"
+        return f"atomic_exchange_explicit((device atomic_int*){{P}}, {{V}}, {order})"
     if ct == "float" and kind == "fadd":
-        return f"atomic_fetch_add_explicit((device atomic_float*)(P), V, {_RELAXED})"
+        return f"atomic_fetch_add_explicit((device atomic_float*){{P}}, {{V}}, {order})"
     if ct == "float" and kind == "exch":
-        return (f"as_type<float>(atomic_exchange_explicit((device atomic_uint*)(P), "
-                f"as_type<uint>(V), {_RELAXED}))")
+        return (f"as_type<float>(atomic_exchange_explicit((device atomic_uint*){{P}}, "
+                f"as_type<uint>({{V}}), {order}))")
     if ct in ("half", "bfloat") and kind == "fadd":  # Triton allows no other 16-bit RMW
         name, text = word16_helper(kind, ct)
         _need_prelude(em, text)
-        return f"{name}(P, V, V)"
+        return name + "({P}, {V}, {V})"
     em.fail(f"atomic `{kind}` on {ct} elements",
             "supported: add/and/or/xor/max/min/umax/umin/exch on int32, fadd/exch on fp32, "
             "fadd on fp16/bf16")
 
 
 def _cas_expr(em: Emitter, ct: str) -> str:
-    """Strong compare-and-swap returning the old value; P, C (compare), V placeholders."""
+    """Strong compare-and-swap returning the old value ({P}, {C} compare, {V} new)."""
     if ct in ("int", "float"):
         _need_prelude(em, STRONG_CAS32)
         if ct == "int":
-            return "int(msl_cas32((device atomic_uint*)(P), uint(C), uint(V)))"
-        return ("as_type<float>(msl_cas32((device atomic_uint*)(P), as_type<uint>(C), "
-                "as_type<uint>(V)))")
+            return "int(msl_cas32((device atomic_uint*){P}, uint({C}), uint({V})))"
+        return ("as_type<float>(msl_cas32((device atomic_uint*){P}, as_type<uint>({C}), "
+                "as_type<uint>({V})))")
     if ct in ("half", "bfloat", "short"):
         name, text = word16_helper("cas", ct)
         _need_prelude(em, text)
-        return f"{name}(P, V, C)"
+        return name + "({P}, {V}, {C})"
     em.fail(f"atomic_cas on {ct} elements", "use 32-bit or 16-bit data")
 
 
 def _fill(expr: str, **subs: str) -> str:
-    for key, val in subs.items():
-        expr = expr.replace(key, f"({val})")
-    return expr
+    return expr.format(**{key: f"({val})" for key, val in subs.items()})
 
 
 def _guarded(em: Emitter, guard: str, pre: str, stmt: str, post: str) -> None:

@@ -18,7 +18,9 @@ from msltrans.lower.registry import lowers
 
 _CONTEXT = (("uint3", "msl_pid"), ("uint3", "msl_nprog"), ("uint", "msl_tid"),
             ("uint", "msl_lane"), ("uint", "msl_warp"))
-_SCRATCH = ("threadgroup float4*", "msl_scratch")
+# The kernel owns the scratch array and picks its element type; the callee takes it as a
+# template parameter so that choice stays in one place (kernel.metal.j2).
+_SCRATCH = ("threadgroup MslScratch*", "msl_scratch")
 
 
 class _CalleeEmitter(Emitter):
@@ -101,8 +103,11 @@ def _emit_function(em: Emitter, op: Op, fn: Function) -> tuple[str, bool]:
     em.scratch_bytes = max(em.scratch_bytes, sub.scratch_bytes)
     params += [f"{t} {n}" for t, n in _CONTEXT + ((_SCRATCH,) if uses_scratch else ())]
     msl_name = "tt_" + sanitize(fn.name)
+    head = f"inline void {msl_name}({', '.join(params)})"
+    if uses_scratch:
+        head = "template <typename MslScratch>\n" + head
     text = "\n".join([f"// @triton.jit(noinline=True) helper {fn.name} ({fn.loc.short()})",
-                      f"inline void {msl_name}({', '.join(params)})", "{", *sub.lines, "}"])
+                      head, "{", *sub.lines, "}"])
     em.prelude.append(text)
     state["active"].discard(fn.name)
     state["done"][fn.name] = (msl_name, uses_scratch)

@@ -1,4 +1,4 @@
-"""Structured control flow: scf.for, scf.while (+ scf.condition), scf.if (+ scf.yield).
+"""Control flow: scf.for, scf.while, scf.if, their terminators; cf.br/cond_br (see cfg.py).
 
 Loop-carried values and region results live in variables declared *outside* the MSL loop or
 `if` (register arrays for tensors); block arguments are bound to them with `em.bind`, and a

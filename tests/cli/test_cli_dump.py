@@ -155,3 +155,32 @@ def test_info_reports_engine_and_limits(capsys, monkeypatch):
     assert code == 0, err
     assert "engine: sim" in out and "max_shared_mem: 32768" in out
     assert "target: GPUTarget(backend='metal'" in out
+
+
+def test_script_without_flags_is_run_and_its_launch_dumped(tmp_path, monkeypatch):
+    """The README's `msltrans dump examples/vector_add.py`: no flags, the script's real launch."""
+    from pathlib import Path
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    example = Path(__file__).resolve().parents[2] / "examples" / "vector_add.py"
+    res = subprocess.run([sys.executable, "-m", "msltrans.cli", "dump", str(example)],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert out.startswith("// captured from running")
+    assert "n_elements=i32" in out.splitlines()[0]
+    assert "kernel void add_kernel(" in out
+    assert "// tt.load  vector_add.py:" in out
+    # The program's own prints went to stderr, so stdout is MSL only.
+    assert "max error" not in out and "max error 0" in res.stderr
+
+
+def test_script_that_never_launches_says_which_flags(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "nolaunch.py"
+    path.write_text(KERNELS.replace("scale_kernel", "_scale") + "\nif __name__ == '__main__':\n"
+                    "    pass\n")
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["dump", str(path), "--kernel", "add_kernel"])
+    assert exc.value.code == 1
+    assert "never launched `add_kernel`" in capsys.readouterr().err

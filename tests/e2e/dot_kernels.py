@@ -89,12 +89,12 @@ def batched_dot_kernel(a_ptr, b_ptr, c_ptr, out_ptr, B: tl.constexpr, M: tl.cons
 def chained_dot_kernel(q_ptr, k_ptr, v_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr,
                        D: tl.constexpr):
     """Attention's shape of work without the softmax: out = (q @ k^T) @ v, the first dot's
-    result feeding the second as its A operand (k is read transposed through strides)."""
+    result feeding the second as its A operand (k^T through tl.trans)."""
     rm = tl.arange(0, M)
     rn = tl.arange(0, N)
     rd = tl.arange(0, D)
     q = tl.load(q_ptr + rm[:, None] * D + rd[None, :])
-    kt = tl.load(k_ptr + rd[:, None] + rn[None, :] * D)
+    kt = tl.trans(tl.load(k_ptr + rn[:, None] * D + rd[None, :]))
     v = tl.load(v_ptr + rn[:, None] * D + rd[None, :])
     s = tl.dot(q, kt)
     tl.store(out_ptr + rm[:, None] * D + rd[None, :], tl.dot(s.to(v.dtype), v))

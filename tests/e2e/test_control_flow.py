@@ -243,6 +243,33 @@ def test_noinline_helper_calls() -> None:
         assert out[pid].tolist() == (x + v).tolist()
 
 
+@triton.jit
+def barrier_in_loop_kernel(x_ptr, out_ptr, n_rows, n, BLOCK: tl.constexpr):
+    # Reductions (scratch + barriers) inside a loop and under a branch on their own scalar
+    # result: legal because the scalar is uniform, so every thread meets every barrier.
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    total = 0
+    for row in range(n_rows):
+        x = tl.load(x_ptr + row * n + offs, mask=m, other=0)
+        s = tl.sum(x, axis=0)
+        if s > 0:
+            total += tl.max(x, axis=0)
+        else:
+            total -= tl.min(x, axis=0)
+    tl.store(out_ptr, total)
+
+
+@pytest.mark.parametrize("num_warps", [1, 4, 8])
+def test_barriers_inside_loop_and_branch(num_warps: int) -> None:
+    rows, n, block = 9, 300, 512
+    x = np.random.default_rng(num_warps).integers(-50, 50, (rows, n)).astype(np.int32)
+    out = np.zeros(1, np.int32)
+    run_kernel(barrier_in_loop_kernel, (1,), x, out, rows, n, num_warps=num_warps, BLOCK=block)
+    want = sum(int(r.max()) if r.sum() > 0 else -int(r.min()) for r in x)
+    assert out[0] == want
+
+
 @triton.jit(noinline=True)
 def ramp(a, BLOCK: tl.constexpr):
     return tl.arange(0, BLOCK) * a, a + 1
@@ -294,4 +321,27 @@ def test_backward_branch_refused(tmp_path: Path) -> None:
     path = tmp_path / "loop.ttgir"
     path.write_text(_CF_LOOP)
     with pytest.raises(MetalNonRecoverableError, match="backward branch.*scf.for"):
+        compile_ttgir(path)
+
+
+_RECURSIVE = """
+module attributes {"ttg.num-ctas" = 1 : i32, "ttg.num-warps" = 1 : i32,
+                   ttg.target = "metal:apple-m1", "ttg.threads-per-warp" = 32 : i32} {
+  tt.func public @k(%arg0: !tt.ptr<i32>, %arg1: i32) {
+    %0 = tt.call @f(%arg1) : (i32) -> i32
+    tt.store %arg0, %0 : !tt.ptr<i32>
+    tt.return
+  }
+  tt.func private @f(%arg0: i32) -> i32 attributes {noinline = true} {
+    %0 = tt.call @f(%arg0) : (i32) -> i32
+    tt.return %0 : i32
+  }
+}
+"""
+
+
+def test_recursive_call_refused(tmp_path: Path) -> None:
+    path = tmp_path / "rec.ttgir"
+    path.write_text(_RECURSIVE)
+    with pytest.raises(MetalNonRecoverableError, match="recursive call.*no recursion"):
         compile_ttgir(path)

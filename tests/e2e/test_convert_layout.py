@@ -41,3 +41,21 @@ def test_convert_round_trip(tmp_path: Path, num_warps: int, shape: tuple[int, in
     out = np.full((m, n), np.nan, dtype=np.float32)
     dispatch(program, (1,), (x, out))
     np.testing.assert_array_equal(out, x)
+
+
+@pytest.mark.parametrize("num_warps", [1, 2, 4, 8])
+def test_reshape_through_scratch(tmp_path: Path, num_warps: int) -> None:
+    # The verifier pins the result layout unless allow_reorder; with it, a result layout
+    # that is not the same threads' registers goes through scratch (row-major order kept).
+    from tests.support.ttgir_gen import reshape_kernel_1d_to_2d
+
+    src = blocked([1], [32], [num_warps], [0])
+    dst = blocked([1, 2], [4, 8], [num_warps, 1], [0, 1])
+    m, n = 32, 16
+    program = compile_ttgir(write(tmp_path, "rs", reshape_kernel_1d_to_2d(src, dst, m, n,
+                                                                          num_warps, True)))
+    assert program.shared_bytes >= m * n * 4
+    x = np.arange(m * n, dtype=np.float32)
+    out = np.full((m, n), np.nan, np.float32)
+    dispatch(program, (1,), (x, out))
+    np.testing.assert_array_equal(out, x.reshape(m, n))

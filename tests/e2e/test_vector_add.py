@@ -51,3 +51,22 @@ def test_scalar_argument_kinds() -> None:
     program = run_kernel(scalar_args_kernel, (1,), out, 7, 2**40, 0.25, True, BLOCK=64)
     assert [p.arg_cast for p in program.params[1:]] == ["int32", "int64", "float", "uint8"]
     np.testing.assert_array_equal(out, np.float32(7 * 2 + 0.25) + np.arange(64, dtype=np.float32))
+
+
+@triton.jit
+def bool_io_kernel(x_ptr, flags_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    flags = tl.load(flags_ptr + offs, mask=m, other=False)
+    x = tl.load(x_ptr + offs, mask=m)
+    tl.store(out_ptr + offs, (x > 0) ^ flags, mask=m)
+
+
+def test_bool_tensors_in_memory() -> None:
+    n = 300
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(n).astype(np.float32)
+    flags = rng.random(n) < 0.5
+    out = np.zeros(n, np.bool_)
+    run_kernel(bool_io_kernel, (3,), x, flags, out, n, BLOCK=128)
+    np.testing.assert_array_equal(out, (x > 0) ^ flags)

@@ -105,3 +105,10 @@ def test_generic_form_ops_and_inlined_locations() -> None:
     assert len(loop.regions) == 2
     assert loop.regions[0].blocks[0].ops[-1].name == "scf.condition"
     assert loop.regions[1].blocks[0].ops[-1].name == "scf.yield"
+
+
+def test_divisibility_reaches_the_arguments() -> None:
+    mod = read_module(to_ttgir(add_kernel, ADD_SIG, {"BLOCK_SIZE": 256}, 4,
+                               divisible_by_16=("x_ptr", "n_elements")))
+    div = {a.name: a.divisibility for a in mod.function().args}
+    assert div == {"x_ptr": 16, "y_ptr": None, "output_ptr": None, "n_elements": 16}

@@ -311,3 +311,39 @@ kernel void z(device float* o [[buffer(0)]], device half* h [[buffer(1)]]) {
     assert [np.signbit(v) for v in o[:4]] == [True, True, False, False] and np.all(o[:4] == 0)
     assert o[4:7].tolist() == [1, 2, 3] and np.isnan(o[7])
     assert np.signbit(h[0]) and h[1] == 4
+
+
+def test_vector_and_bfloat_forms():
+    lib = compile_shader("""#include <metal_stdlib>
+using namespace metal;
+kernel void v(device const float4* x [[buffer(0)]], device float4* o [[buffer(1)]], device float* s [[buffer(2)]],
+              device ushort* b [[buffer(3)]], uint t [[thread_position_in_grid]]) {
+    float4 a = x[t];
+    o[3 * t] = exp(a); o[3 * t + 1] = pow(abs(a), float4(0.5f)); o[3 * t + 2] = clamp(a, -1.0f, 1.0f);
+    for (int i = 0; i < 4; ++i) s[4 * t + i] = exp(a[i]);
+    bfloat4 bv = bfloat4(a);
+    bfloat4 r = sqrt(abs(bv)) + exp(bv * bfloat(0.25f));
+    b[4 * t] = as_type<ushort>(r.x); b[4 * t + 1] = as_type<ushort>(r.y);
+    b[4 * t + 2] = as_type<ushort>(r.z); b[4 * t + 3] = as_type<ushort>(r.w);
+}
+""")
+    from shim_ref import to_bf16
+
+    x = np.random.default_rng(9).standard_normal((16, 4)).astype(np.float32)
+    o = np.zeros((48, 4), np.float32)
+    s = np.zeros(64, np.float32)
+    b = np.zeros(64, np.uint16)
+    lib.v(x, o, s, b, threads=16, group_size=16)
+    assert np.array_equal(o[0::3].ravel(), s)  # vector form == scalar form, lane by lane
+    assert np.all(
+        ulp_diff_f32(o[1::3], np.sqrt(np.abs(x).astype(np.float64)).astype(np.float32)) <= 2
+    )
+    assert np.array_equal(o[2::3], np.clip(x, -1, 1))
+    # bfloat: each operation computed in float and rounded to bfloat
+    xb = to_bf16(x)
+    expect = to_bf16(
+        to_bf16(np.sqrt(np.abs(xb)))
+        + to_bf16(np.exp(to_bf16(xb * np.float32(0.25)).astype(np.float64)).astype(np.float32))
+    )
+    got = (b.astype(np.uint32) << 16).view(np.float32).reshape(16, 4)
+    assert np.all(np.abs(got.view(np.int32) - expect.view(np.int32)) <= 1 << 16)  # <= 1 bf16 ulp

@@ -152,3 +152,28 @@ kernel void bad(device float* x [[buffer(0)]], uint lane [[thread_index_in_simdg
 
     with pytest.raises(RuntimeError, match=r"(?i)diverg|different|site|simd"):
         lib.bad(np.zeros(32, np.float32), threads=32, group_size=32)
+
+
+def test_integer_reductions_wrap():
+    lib = compile_shader(
+        HEADER
+        + """
+kernel void w(device const int* x [[buffer(0)]], device int* o [[buffer(1)]], device short2* s [[buffer(2)]],
+              uint gid [[thread_position_in_grid]]) {
+    o[2 * gid] = simd_sum(x[gid]);
+    o[2 * gid + 1] = simd_product(x[gid]);
+    s[gid] = simd_prefix_inclusive_sum(short2(short(x[gid]), short(-x[gid])));
+}
+"""
+    )
+    x = np.full(32, 2**30 + 3, np.int32)
+    o = np.zeros(64, np.int32)
+    s = np.zeros((32, 2), np.int16)
+    lib.w(x, o, s, threads=32, group_size=32)
+    total = (32 * (2**30 + 3)) & 0xFFFFFFFF
+    prod = pow(2**30 + 3, 32, 2**32)
+    to_i32 = lambda v: v - 2**32 if v >= 2**31 else v  # noqa: E731
+    assert np.all(o[0::2] == to_i32(total)) and np.all(o[1::2] == to_i32(prod))
+    xs = x.astype(np.int16)
+    assert np.array_equal(s[:, 0], np.cumsum(xs, dtype=np.int16))
+    assert np.array_equal(s[:, 1], np.cumsum(-xs, dtype=np.int16))

@@ -100,3 +100,27 @@ def elementwise_kernel_1d(block: int, num_warps: int, in_types: list[str], out_t
         "    tt.return", "  }", "}",
     ]
     return "\n".join(lines) + "\n"
+
+
+def reshape_kernel_1d_to_2d(src: str, dst: str, m: int, n: int, num_warps: int,
+                            allow_reorder: bool = False) -> str:
+    """out (m x n, row-major) = reshape(in[0 : m*n]) with explicit source/result layouts."""
+    b_text, b_off = _offsets_2d("b", dst, m, n)
+    total = m * n
+    t1, t2 = f"tensor<{total}xf32, {src}>", f"tensor<{m}x{n}xf32, {dst}>"
+    p1, p2 = f"tensor<{total}x!tt.ptr<f32>, {src}>", f"tensor<{m}x{n}x!tt.ptr<f32>, {dst}>"
+    reorder = " allow_reorder" if allow_reorder else ""
+    return f"""{module_header(num_warps)} {{
+  tt.func public @reshape_kernel(%in: !tt.ptr<f32>, %out: !tt.ptr<f32>) {{
+    %r = tt.make_range {{end = {total} : i32, start = 0 : i32}} : tensor<{total}xi32, {src}>
+    %pin = tt.splat %in : !tt.ptr<f32> -> {p1}
+    %pa = tt.addptr %pin, %r : {p1}, tensor<{total}xi32, {src}>
+    %x = tt.load %pa : {p1}
+    %y = tt.reshape %x{reorder} : {t1} -> {t2}{b_text}
+    %pout = tt.splat %out : !tt.ptr<f32> -> {p2}
+    %pb = tt.addptr %pout, {b_off} : {p2}, tensor<{m}x{n}xi32, {dst}>
+    tt.store %pb, %y : {p2}
+    tt.return
+  }}
+}}
+"""

@@ -54,8 +54,21 @@ template <class T, class F> inline T fold(const simd_view &w, uint to, T init, F
     }
     return acc;
 }
-template <class T> inline T op_add(T a, T b) { return a + b; }
-template <class T> inline T op_mul(T a, T b) { return a * b; }
+// Integer sums and products wrap (two's complement, as the GPU does): computed on the
+// unsigned type so that signed overflow is never undefined behaviour in the host compiler.
+template <class T> using wrap_scalar = conditional_t<is_integral_scalar<T>::value && !is_same<T, bool>::value,
+                                                     typename make_unsigned_scalar<T>::type, T>;
+template <class T> using wrap_t = conditional_t<(N_of<T> > 1), vec_t<wrap_scalar<S_of<T>>, N_of<T>>, wrap_scalar<T>>;
+template <class T> inline T op_add(T a, T b) {
+    if constexpr (is_integral<T>::value && !is_same<S_of<T>, bool>::value)
+        return __builtin_bit_cast(T, (wrap_t<T>)(__builtin_bit_cast(wrap_t<T>, a) + __builtin_bit_cast(wrap_t<T>, b)));
+    else return a + b;
+}
+template <class T> inline T op_mul(T a, T b) {
+    if constexpr (is_integral<T>::value && !is_same<S_of<T>, bool>::value)
+        return __builtin_bit_cast(T, (wrap_t<T>)(__builtin_bit_cast(wrap_t<T>, a) * __builtin_bit_cast(wrap_t<T>, b)));
+    else return a * b;
+}
 template <class T> inline T op_min(T a, T b) { return metal::min(a, b); }
 template <class T> inline T op_max(T a, T b) { return metal::max(a, b); }
 template <class T> inline T op_and(T a, T b) { return a & b; }

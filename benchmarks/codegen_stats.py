@@ -1,0 +1,141 @@
+"""Structure of the code generated for tt.dot kernels — a regression shows up without a GPU.
+
+For each kernel (tutorial 03 in fp16 and fp32, a chained dot, a batched 3-D dot), on the path
+the lowering picks and on the forced fallbacks, print:
+
+  path        the dot path (simdgroup | registers | scratch), from the lowering's own
+              `// msltrans-dot:` stats line
+  mma/step    simdgroup MMAs one tt.dot executes (all simdgroups; one K step of the loop)
+  mma/sg      ... of those, the most one simdgroup executes (the critical path)
+  tg bytes    threadgroup memory of the whole kernel (MslProgram.shared_bytes)
+  bar/step    threadgroup_barrier calls per K step: counted in the MSL text of the scf.for
+              body (or the whole kernel when there is no loop)
+  regs/thr    32-bit register words each thread declares in the kernel (register arrays by
+              element size, pointers 2, simdgroup_matrix 2): an upper bound, no liveness
+  regs/step   ... declared inside one K step (the loop body)
+  fma/thr     fma links one thread runs per tt.dot on the register/scratch paths
+
+    python benchmarks/codegen_stats.py
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' kernels
+
+from msltrans.lower import MslProgram  # noqa: E402
+from tests.e2e.dot_kernels import batched_dot_kernel, chained_dot_kernel  # noqa: E402
+from tests.e2e.dot_support import compile_with, dot_stats  # noqa: E402
+from tests.e2e.tutorials.tutorial_03_matmul import matmul_kernel  # noqa: E402
+
+_WORD_BYTES = {"bool": 1, "char": 1, "uchar": 1, "short": 2, "ushort": 2, "half": 2,
+               "bfloat": 2, "int": 4, "uint": 4, "float": 4, "long": 8, "ulong": 8}
+_ARRAY_RE = re.compile(r"^\s+(?:device \w+\* |(\w+) )\w+((?:\[\d+\])+);", re.M)
+_MATRIX_RE = re.compile(r"^\s+simdgroup_\w+8x8 ([^;]+);", re.M)
+
+
+def _block_after(lines: list[str], start: int) -> list[str]:
+    """The lines of the brace block opened on `lines[start]` (the loop of an scf.for)."""
+    depth, out = 0, []
+    for line in lines[start:]:
+        depth += line.count("{") - line.count("}")
+        out.append(line)
+        if depth <= 0 and len(out) > 1:
+            break
+    return out
+
+
+def k_step_text(source: str) -> str:
+    lines = source.splitlines()
+    for i, line in enumerate(lines):
+        if "// scf.for" in line:
+            # The loop itself is the first `for` after it whose block holds lowered ops (the
+            # element loops copying the carried values in come first).
+            for j in range(i + 1, len(lines)):
+                if lines[j].lstrip().startswith("for ("):
+                    block = _block_after(lines, j)
+                    if any(re.match(r"\s*// (tt|arith|ttg)\.", ln) for ln in block):
+                        return "\n".join(block)
+    return source[source.index("kernel void"):]
+
+
+def _extent(dims: str) -> int:
+    n = 1
+    for d in re.findall(r"\d+", dims):
+        n *= int(d)
+    return n
+
+
+def register_words(body: str) -> int:
+    bytes_ = 0
+    for m in _ARRAY_RE.finditer(body):
+        elem = m.group(1)
+        bytes_ += _extent(m.group(2)) * (_WORD_BYTES.get(elem, 8) if elem else 8)
+    words = bytes_ // 4
+    for m in _MATRIX_RE.finditer(body):
+        for decl in m.group(1).split(","):
+            words += 2 * _extent(decl)
+    return words
+
+
+def row(name: str, program: MslProgram) -> dict[str, Any]:
+    stats = dot_stats(program)
+    body = program.source[program.source.index("kernel void"):]
+    step = k_step_text(program.source)
+    paths = "+".join(s["path"] for s in stats)
+    fma = sum(int(s["regs_out"]) * int(s["k"]) for s in stats if s["path"] != "simdgroup")
+    return {
+        "kernel": name, "path": paths,
+        "mma/step": sum(int(s.get("mma", 0)) for s in stats),
+        "mma/sg": sum(int(s.get("mma_per_simdgroup", 0)) for s in stats),
+        "tg bytes": program.shared_bytes,
+        "bar/step": step.count("threadgroup_barrier("),
+        "regs/thr": register_words(body),
+        "regs/step": register_words(step),
+        "fma/thr": fma,
+    }
+
+
+def _tutorial(dtype: str, blocks: tuple[int, int, int], num_warps: int, path: str) -> MslProgram:
+    sig = {"a_ptr": dtype, "b_ptr": dtype, "c_ptr": "*fp16"}
+    sig.update({n: "i32" for n in ("M", "N", "K", "stride_am", "stride_ak", "stride_bk",
+                                   "stride_bn", "stride_cm", "stride_cn")})
+    bm, bn, bk = blocks
+    return compile_with(matmul_kernel, sig, num_warps, path, BLOCK_SIZE_M=bm,
+                        BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8, ACTIVATION="")
+
+
+def kernels() -> list[tuple[str, Any]]:
+    f32 = {n: "*fp32" for n in ("a_ptr", "b_ptr", "c_ptr", "out_ptr")}
+    chain_sig = {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "out_ptr": "*fp32"}
+    out: list[tuple[str, Any]] = []
+    for path in ("auto", "registers", "scratch"):
+        out += [
+            (f"tutorial03 fp16 64x64x32 w4 [{path}]",
+             lambda p=path: _tutorial("*fp16", (64, 64, 32), 4, p)),
+            (f"tutorial03 fp32 64x64x16 w4 [{path}]",
+             lambda p=path: _tutorial("*fp32", (64, 64, 16), 4, p)),
+            (f"chained fp16 32x64x32 w4 [{path}]",
+             lambda p=path: compile_with(chained_dot_kernel, chain_sig, 4, p, M=32, N=64, D=32)),
+            (f"batched fp32 4x16x16x16 w4 [{path}]",
+             lambda p=path: compile_with(batched_dot_kernel, f32, 4, p, B=4, M=16, N=16, K=16)),
+        ]
+    return out
+
+
+def main() -> int:
+    rows = [row(name, build()) for name, build in kernels()]
+    cols = list(rows[0])
+    widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in cols}
+    print("  ".join(c.ljust(widths[c]) for c in cols))
+    for r in rows:
+        print("  ".join(str(r[c]).ljust(widths[c]) for c in cols))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
