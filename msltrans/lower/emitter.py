@@ -64,6 +64,13 @@ class Emitter:
         self._used.add(cand)
         return cand
 
+    def hint(self, v: Value) -> str:
+        """A readable base name: the Python variable, else the op kind ("constant")."""
+        if v.name:
+            return v.name
+        kind = self.op.name.rsplit(".", 1)[-1] if self.op else "v"
+        return "cst" if kind == "constant" else kind
+
     def bind(self, v: Value, name: str) -> None:
         """Make `v` refer to an existing MSL variable (params, block args, yields)."""
         self._names[v.id] = name
@@ -115,7 +122,7 @@ class Emitter:
 
     def declare(self, v: Value, hint: str | None = None) -> str:
         """Declare the result `v` (array for tensors) and return its name."""
-        name = self.fresh(hint or v.name)
+        name = self.fresh(hint or self.hint(v))
         self.bind(v, name)
         if self.is_tensor(v):
             self.line(f"{self.ctype(v)} {name}[{self.regs(v)}];")
@@ -124,7 +131,7 @@ class Emitter:
     def declare_var(self, v: Value, hint: str | None = None) -> str:
         """Declare a variable for `v` WITHOUT defining it, scalars included: the result
         slot of a region op (scf.for / scf.if results) that its yields assign into."""
-        name = self.fresh(hint or v.name)
+        name = self.fresh(hint or self.hint(v))
         self.bind(v, name)
         suffix = f"[{self.regs(v)}]" if self.is_tensor(v) else ""
         self.line(f"{self.ctype(v)} {name}{suffix};")
@@ -145,7 +152,7 @@ class Emitter:
         out = op.results[result]
         args = [self.at(v) for v in op.operands]
         if not self.is_tensor(out):
-            name = self.fresh(out.name)
+            name = self.fresh(self.hint(out))
             self.bind(out, name)
             self.line(f"{self.ctype(out)} {name} = {expr(*args)};")
             return name

@@ -1,5 +1,4 @@
-"""Integer arith beyond + - * and bitwise: division, remainder, shifts, min/max, abs, bit
-counts.
+"""Integer arith beyond + - * and bitwise: / % << >>, min/max, abs and bit counts.
 
 LLVM calls division by zero, `INT_MIN / -1` and shifts by >= the bit width poison; Metal
 does not document them and the simulator's x86 host traps on some. Each is emitted as an

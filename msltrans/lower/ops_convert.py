@@ -9,6 +9,8 @@ from msltrans.layout import gather_registers
 from msltrans.lower.emitter import LANE, WARP, Emitter
 from msltrans.lower.registry import lowers
 
+SCRATCH_WHOLE_LIMIT = 32768
+SCRATCH_CHUNK_BYTES = 16384
 _BYTES = {"bool": 1, "char": 1, "short": 2, "int": 4, "long": 8, "half": 2, "bfloat": 2,
           "float": 4}
 
@@ -20,12 +22,17 @@ def convert_through_scratch(em: Emitter, src: Value, out: Value) -> None:
     if c.endswith("*"):
         em.fail("layout conversion of a tensor of pointers",
                 "convert the offsets before tt.addptr")
-    scratch = em.need_scratch(src.type.numel * _BYTES[c])
+    numel, size = src.type.numel, _BYTES[c]
+    # Whole tensor when it fits in 32 KB; else passes over flat-index ranges of 16 KB,
+    # leaving room for other threadgroup users.
+    chunk = numel if numel * size <= SCRATCH_WHOLE_LIMIT else SCRATCH_CHUNK_BYTES // size
+    scratch = em.need_scratch(chunk * size)
     L_src, L_out = em.layout(src), em.layout(out)
     name = em.declare(out)
     em.render("scratch_convert", ctype=c, scratch=scratch, src=em.name(src), dst=name,
               src_layout=L_src.name, dst_layout=L_out.name, src_regs=L_src.regs,
-              dst_regs=L_out.regs, lane=LANE, warp=WARP)
+              dst_regs=L_out.regs, lane=LANE, warp=WARP, chunked=chunk < numel,
+              numel=numel, chunk=chunk)
 
 
 @lowers("ttg.convert_layout")

@@ -116,7 +116,8 @@ def _across_warps(em: Emitter, comb: Combine, plan: AxisPlan, accs: list[str],
         def slot(kk: str, g: str = g, b: int = b, g0: int = g0) -> str:
             return f"({kk} * {q_count}u + {q}) * {b}u + ({g} - {g0}u)"
         barrier(em)  # earlier users of the scratch are done
-        em.line(f"if (({LANE} & {lane_axis}u) == 0u) {{  // one writer per simdgroup partial")
+        guard = f"({LANE} & {lane_axis}u) == 0u" if lane_axis else "true"
+        em.line(f"if ({guard}) {{  // one writer per simdgroup partial")
         em.line(f"    for (uint {g} = {g0}u; {g} < {g0 + b}u; ++{g}) {{")
         for buf, acc in zip(bufs, accs, strict=True):
             em.line(f"        {buf}[{slot(k)}] = {acc}[{g}];")

@@ -166,7 +166,8 @@ class _Scan:
             def at(p: str) -> str:
                 return slot(f"({k_count - 1}u - {p})" if self.reverse else p)
             barrier(em)  # earlier users of the scratch are done
-            em.line(f"if (({LANE} & {self.done_lanes}u) == 0u) {{  // one writer per total")
+            guard = f"({LANE} & {self.done_lanes}u) == 0u" if self.done_lanes else "true"
+            em.line(f"if ({guard}) {{  // one writer per total")
             em.line(f"    for (uint {c} = {c0}u; {c} < {c0 + b}u; ++{c}) {{")
             for buf, tot in zip(bufs, self.tot, strict=True):
                 em.line(f"        {buf}[{slot(k)}] = {tot}[{c}];")

@@ -41,7 +41,7 @@ def matmul_f32_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride
                       BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
                       GROUP_SIZE_M: tl.constexpr):
     """Tutorial 03's matmul_kernel storing the fp32 accumulator itself (so every bit of the
-    K-loop fma chain is checked, not just its fp16 rounding)."""
+    K-loop fma chain is checked, not just its fp16 rounding); also the cross-vendor kernel."""
     pid = tl.program_id(axis=0)
     num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
     num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
@@ -60,7 +60,9 @@ def matmul_f32_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride
     for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
         a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
         b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
-        accumulator = tl.dot(a, b, accumulator)
+        # ieee spelled out: it is msltrans's default, but Triton's CUDA backend defaults to
+        # tf32 (scripts/cuda_reference/dot_reference.py runs this kernel there).
+        accumulator = tl.dot(a, b, accumulator, input_precision="ieee")
         a_ptrs += BLOCK_SIZE_K * stride_ak
         b_ptrs += BLOCK_SIZE_K * stride_bk
     offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
@@ -99,3 +101,22 @@ def chained_dot_kernel(q_ptr, k_ptr, v_ptr, out_ptr, M: tl.constexpr, N: tl.cons
     s = tl.dot(q, kt)
     tl.store(out_ptr + rm[:, None] * D + rd[None, :], tl.dot(s.to(v.dtype), v))
 
+
+
+@triton.jit
+def attention_like_kernel(q_ptr, k_ptr, v_ptr, out_ptr, n_kv, scale, M: tl.constexpr,
+                          BLOCK_N: tl.constexpr, D: tl.constexpr):
+    """FlashAttention's loop without the softmax: per KV block, s = q @ k^T, p = s * scale,
+    acc = p @ v + acc — two chained dots in the loop, the first's result feeding the second."""
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, BLOCK_N)
+    rd = tl.arange(0, D)
+    q = tl.load(q_ptr + rm[:, None] * D + rd[None, :])
+    acc = tl.zeros((M, D), dtype=tl.float32)
+    for start in range(0, n_kv, BLOCK_N):
+        kv = (start + rn)[:, None] * D + rd[None, :]
+        k = tl.load(k_ptr + kv)
+        v = tl.load(v_ptr + kv)
+        p = tl.dot(q, tl.trans(k)) * scale
+        acc = tl.dot(p.to(v.dtype), v, acc)
+    tl.store(out_ptr + rm[:, None] * D + rd[None, :], acc)

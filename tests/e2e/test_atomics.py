@@ -145,12 +145,12 @@ def test_bitwise_and_masked_xchg() -> None:
 def spin_lock_kernel(lock_ptr, counter_ptr, order_ptr):
     # A lock taken once per program (thread 0 spins; the result is uniform): valid on real
     # GPUs, where the holder is a running threadgroup that will release it.
-    while tl.atomic_cas(lock_ptr, 0, 1) == 1:
+    while tl.atomic_cas(lock_ptr, 0, 1, sem="acquire") == 1:
         pass
     v = tl.load(counter_ptr)  # a plain read-modify-write, serialised by the lock
     tl.store(counter_ptr, v + 1)
     tl.store(order_ptr + tl.program_id(0), v)
-    tl.atomic_xchg(lock_ptr, 0)
+    tl.atomic_xchg(lock_ptr, 0, sem="release")
 
 
 @pytest.mark.parametrize("num_warps", [1, 4])

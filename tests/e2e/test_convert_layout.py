@@ -59,3 +59,17 @@ def test_reshape_through_scratch(tmp_path: Path, num_warps: int) -> None:
     out = np.full((m, n), np.nan, np.float32)
     dispatch(program, (1,), (x, out))
     np.testing.assert_array_equal(out, x.reshape(m, n))
+
+
+@pytest.mark.parametrize(("shape", "num_warps"), [((128, 128), 4), ((64, 256), 8)])
+def test_convert_larger_than_threadgroup_memory(tmp_path: Path, shape: tuple[int, int],
+                                                num_warps: int) -> None:
+    m, n = shape  # 64 KB of fp32: converted in 16 KB passes
+    src = blocked([1, 4], [8, 4], [num_warps, 1], [1, 0])
+    dst = blocked([4, 1], [4, 8], [1, num_warps], [0, 1])
+    program = compile_ttgir(write(tmp_path, "big", convert_kernel_2d(src, dst, m, n, num_warps)))
+    assert program.shared_bytes == 16384
+    x = np.arange(m * n, dtype=np.float32).reshape(m, n)
+    out = np.full((m, n), np.nan, np.float32)
+    dispatch(program, (1,), (x, out))
+    np.testing.assert_array_equal(out, x)

@@ -144,13 +144,13 @@ def _edges(dtype: str) -> np.ndarray:
     return float_edge_values(dtype)
 
 
-def _inputs(dtype: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _inputs(dtype: str, n_random: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     e = _edges(dtype)
     ea, eb = (x.ravel() for x in np.meshgrid(e, e))
     ec = np.roll(ea, 7)
     rng = np.random.default_rng(2)
-    r = (rng.standard_normal((3, 333)) * np.array([[1.0], [30.0], [1.0]])).astype(np.float32)
-    r[2] = -(r[0].astype(np.float64) * r[1] * (1 + rng.standard_normal(333) * 1e-3))
+    r = (rng.standard_normal((3, n_random)) * np.array([[1.0], [30.0], [1.0]])).astype(np.float32)
+    r[2] = -(r[0].astype(np.float64) * r[1] * (1 + rng.standard_normal(n_random) * 1e-3))
     if dtype == "bfloat16":
         r16 = bf16_from_f32(r)
     else:
@@ -171,7 +171,17 @@ def _inputs(dtype: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
 def test_float_ops_against_semantics(dtype: str) -> None:
-    a, b, c = _inputs(dtype)
+    check(dtype, 333)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_float_ops_random_sweep(dtype: str) -> None:
+    check(dtype, 20_000)
+
+
+def check(dtype: str, n_random: int) -> None:
+    a, b, c = _inputs(dtype, n_random)
     n = len(a)
     out = np.zeros(len(OPS) * n, dtype=np_dtype(dtype))
     ptr = TRITON_PTR[dtype]

@@ -75,7 +75,7 @@ def reference(op: str, a: int, b: int, s: int, dtype: str) -> int:
     return _wrap(abs(a), bits, signed)  # abs(INT_MIN) wraps
 
 
-def _inputs(dtype: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _inputs(dtype: str, n_random: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     info = np.iinfo(dtype)
     parts_a, parts_b, parts_s = [], [], []
     if f"divrem_{dtype}_a" in NPZ:  # the CUDA reference points first
@@ -89,16 +89,17 @@ def _inputs(dtype: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     amounts = np.arange(len(ea)) % (info.bits + 3)  # mostly in range, some past the width
     parts_s.append(amounts.astype(dtype))
     rng = np.random.default_rng(1)
-    r = rng.integers(info.min, info.max, size=(3, 301), dtype=dtype, endpoint=True)
-    small = rng.integers(0 if info.min == 0 else -9, 9, size=301).astype(dtype)
-    parts_a.append(r[0]), parts_b.append(np.where(np.arange(301) % 2 == 0, r[1], small))
-    parts_s.append(np.where(np.arange(301) % 3 == 0, r[2], np.abs(small).astype(dtype)))
+    r = rng.integers(info.min, info.max, size=(3, n_random), dtype=dtype, endpoint=True)
+    small = rng.integers(0 if info.min == 0 else -9, 9, size=n_random).astype(dtype)
+    every = np.arange(n_random)
+    parts_a.append(r[0]), parts_b.append(np.where(every % 2 == 0, r[1], small))
+    parts_s.append(np.where(every % 3 == 0, r[2], np.abs(small).astype(dtype)))
     return (np.concatenate(parts_a).astype(dtype), np.concatenate(parts_b).astype(dtype),
             np.concatenate(parts_s).astype(dtype))
 
 
-def _run(dtype: str) -> tuple[np.ndarray, ...]:
-    a, b, s = _inputs(dtype)
+def _run(dtype: str, n_random: int) -> tuple[np.ndarray, ...]:
+    a, b, s = _inputs(dtype, n_random)
     n = len(a)
     out = np.zeros(len(OPS) * n, dtype=dtype)
     ptr = TRITON_PTR[dtype]
@@ -110,7 +111,17 @@ def _run(dtype: str) -> tuple[np.ndarray, ...]:
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_int_ops_against_semantics(dtype: str) -> None:
-    a, b, s, got = _run(dtype)
+    check(dtype, 301)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_int_ops_random_sweep(dtype: str) -> None:
+    check(dtype, 30_000)
+
+
+def check(dtype: str, n_random: int) -> None:
+    a, b, s, got = _run(dtype, n_random)
     for k, op in enumerate(OPS):
         want = np.array([reference(op, int(x), int(y), int(z), dtype)
                          for x, y, z in zip(a, b, s, strict=True)], dtype=object)

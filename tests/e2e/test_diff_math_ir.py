@@ -141,3 +141,13 @@ def test_mulhiui(tmp_path: Path, elem: str) -> None:
     want = [((int(x) % 2**bits) * (int(y) % 2**bits)) >> bits for x, y in zip(a, b, strict=True)]
     want = np.array(want, dtype=f"uint{bits}").view(dt)
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(("op", "fn"), [("math.isnan", np.isnan), ("math.isinf", np.isinf),
+                                        ("math.isfinite", np.isfinite)])
+def test_fp_classes(tmp_path: Path, op: str, fn) -> None:  # noqa: ANN001
+    x = _floats(17)
+    body = f"""%b = {op} %x0 : {_t('f32')}
+               %res = arith.extui %b : {_t('i1')} to {_t('i8')}"""
+    got = _run(tmp_path, ["f32"], "i8", body, [x], np.int8)
+    np.testing.assert_array_equal(got, fn(x).astype(np.int8), err_msg=op)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.e2e.dot_kernels import matmul_f32_kernel
+from tests.e2e.dot_kernels import attention_like_kernel, matmul_f32_kernel
 from tests.e2e.dot_support import TRITON_PTR, chain, compile_with, dot_stats, randn, run, same_bits
 from tests.e2e.tutorials.tutorial_03_matmul import matmul_kernel
 
@@ -120,3 +120,22 @@ def test_k_loop_trip_counts_sample(trips: int) -> None:
 @pytest.mark.parametrize("trips", range(1, 17))
 def test_k_loop_trip_counts_sweep(trips: int, path: str) -> None:
     _trip_count_case(trips, path)
+
+
+@pytest.mark.parametrize(("dtype", "path"), [("float32", "auto"), ("float16", "auto"),
+                                             ("float32", "registers")])
+def test_chained_dots_in_a_loop(dtype: str, path: str) -> None:
+    m, bn, d, n_kv = 16, 16, 16, 48
+    q, k, v = randn((m, d), dtype, 20), randn((n_kv, d), dtype, 21), randn((n_kv, d), dtype, 22)
+    scale = 0.125
+    out = np.zeros((m, d), np.float32)
+    sig = {"q_ptr": TRITON_PTR[dtype], "k_ptr": TRITON_PTR[dtype], "v_ptr": TRITON_PTR[dtype],
+           "out_ptr": "*fp32", "n_kv": "i32", "scale": "fp32"}
+    program = compile_with(attention_like_kernel, sig, 4, path, M=m, BLOCK_N=bn, D=d)
+    run(program, (1,), q, k, v, out, n_kv, scale)
+    fq, fk, fv = (x.astype(np.float32) for x in (q, k, v))
+    acc = np.zeros((m, d), np.float32)
+    for s0 in range(0, n_kv, bn):
+        p = (chain(fq, fk[s0:s0 + bn].T) * np.float32(scale)).astype(dtype).astype(np.float32)
+        acc = chain(p, fv[s0:s0 + bn], acc)
+    assert same_bits(out, acc)

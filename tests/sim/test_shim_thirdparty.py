@@ -81,9 +81,14 @@ def test_c10_metal_unary_dense_and_helpers():
     assert htotal.tolist() == [32.0, 31.0]  # CAS-emulated half atomics
 
 
+# As PyTorch's Sort.metal includes them: SortRadix.h needs sort_init/sort_compare from
+# SortMerge.h. Both headers instantiate every sort kernel for ~10 dtypes (hundreds of kernels),
+# so this compile takes minutes: marked slow.
 RADIX_SCAN_SOURCE = """
+#include <c10/metal/utils.h>
 #include <metal_stdlib>
 using namespace metal;
+#include <ATen/native/mps/kernels/SortMerge.h>
 #include <ATen/native/mps/kernels/SortRadix.h>
 """
 
@@ -120,8 +125,9 @@ def test_aten_radix_scan_kernel_text():
     _check_radix_scan(sim.compile_shader(src, name="radix_scan.metal"))
 
 
+@pytest.mark.slow
 def test_aten_sort_radix_header_included():
-    """The whole SortRadix.h #included, as PyTorch's Sort.metal does: needs the runtime to
+    """SortMerge.h and SortRadix.h #included, as PyTorch's Sort.metal does: needs the runtime to
     find kernels (and rewrite function-scope `threadgroup` arrays) in included headers and
     to read explicit instantiations with unnamed parameters."""
     import msltrans.sim as sim
