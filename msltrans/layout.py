@@ -77,6 +77,34 @@ class LinearLayout:
             masks.append(mask)
         return masks[0], masks[1], masks[2]
 
+    def locate(self, coord: tuple[int, ...]) -> tuple[int, int, int]:
+        """The inverse: the owning (register, lane, warp) of an element — the one whose
+        replica bits (`free_masks`) are zero. Raises ValueError if no thread holds it."""
+        target = self.flat(coord)
+        rows: dict[int, tuple[int, int]] = {}  # pivot bit → (flat value, combination mask)
+        all_bases = list(self.reg) + list(self.lane) + list(self.warp)
+        free = self.free_masks()
+        skip = free[0] | free[1] << len(self.reg) | free[2] << (len(self.reg) + len(self.lane))
+        for i, basis in enumerate(all_bases):
+            if skip >> i & 1:
+                continue
+            v, combo = self.flat(basis), 1 << i
+            while v:
+                top = v.bit_length() - 1
+                if top not in rows:
+                    rows[top] = (v, combo)
+                    break
+                v, combo = v ^ rows[top][0], combo ^ rows[top][1]
+        combo = 0
+        while target:
+            top = target.bit_length() - 1
+            if top not in rows:
+                raise ValueError(f"element {coord} is not held by any thread")
+            target, combo = target ^ rows[top][0], combo ^ rows[top][1]
+        n_reg, n_lane = len(self.reg), len(self.lane)
+        return (combo & ((1 << n_reg) - 1), combo >> n_reg & ((1 << n_lane) - 1),
+                combo >> (n_reg + n_lane))
+
     def dim_bases(self, dim: int) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
         """Per input kind, the component of every basis along tensor dim `dim`."""
         return (tuple(b[dim] for b in self.reg), tuple(b[dim] for b in self.lane),
@@ -122,9 +150,9 @@ def _fit_to_shape(shape: tuple[int, ...], reg: list[Basis], lane: list[Basis],
             if b[d]:
                 covered = max(covered, b[d] * 2)
         while covered < shape[d]:
-            b = [0] * rank
-            b[d] = covered
-            reg.append(tuple(b))
+            extra = [0] * rank
+            extra[d] = covered
+            reg.append(tuple(extra))
             covered *= 2
     return LinearLayout(tuple(shape), tuple(reg), tuple(lane), tuple(warp))
 

@@ -106,7 +106,12 @@ class MetalBackend(BaseBackend):
         return None
 
     def get_module_map(self) -> dict[str, ModuleType]:
-        return {}
+        # `tl.extra.libdevice` resolves to CUDA's libdevice module, so kernels reach the IR as
+        # `tt.extern_elementwise` calls of `__nv_*` symbols; msltrans.lower.ops_libdevice maps
+        # the ones it knows to Metal functions and refuses the rest. No bitcode is linked.
+        from triton.language.extra.cuda import libdevice
+
+        return {"triton.language.extra.libdevice": libdevice}
 
     def get_codegen_implementation(self, options: Any) -> dict[str, Any]:
         return {"min_dot_size": min_dot_size(self.target)}

@@ -112,7 +112,8 @@ class Emitter:
 
     def lines_from(self, text: str) -> None:
         for ln in text.strip("\n").splitlines():
-            self.line(ln.rstrip()) if ln.strip() else None
+            if ln.strip():
+                self.line(ln.rstrip())
 
     def render(self, macro: str, **kw: object) -> None:
         self.lines_from(str(getattr(macros(), macro)(**kw)))

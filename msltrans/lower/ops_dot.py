@@ -20,6 +20,8 @@ Paths (ops_dot_simdgroup.py has (b)):
  (a') scratch: the same chain reading A and B from threadgroup memory, for operand layouts
      that do not line up with the result's (not produced by Triton's passes today);
  (b) simdgroup_matrix 8x8 tiles for float dots with M, N, K multiples of 8 that fit.
+(b) and (a') stage A and B in threadgroup memory anyway, so a ttg.convert_layout feeding
+them (into #dot_op) is folded: the dot stages the convert's source (`folds_convert`).
 Refused: tf32 / tf32x3 / bf16x3 input precisions (Apple has no tf32), fp8 operands.
 """
 
@@ -41,7 +43,6 @@ from msltrans.lower.templates import environment
 
 METAL_THREADGROUP_BYTES = 32768
 _PRECISION_RE = re.compile(r"inputPrecision\s*=\s*(\w+)")
-_FLOAT_IN = {"f32", "f16", "bf16", "f64"}
 # (input element, accumulator element) pairs Triton's tl.dot produces.
 _ALLOWED = {("f32", "f32"), ("f16", "f32"), ("f16", "f16"), ("bf16", "f32"), ("f64", "f64"),
             ("i8", "i32")}

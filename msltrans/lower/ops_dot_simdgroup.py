@@ -11,8 +11,10 @@ as on the register path. The result returns to D's layout through the same scrat
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+from msltrans.ir.model import Value
 from msltrans.lower.emitter import LANE, WARP, Emitter
 from msltrans.lower.ops_dot import (
     _BYTES,
@@ -92,20 +94,34 @@ def stats(info: DotInfo, p: SimdPlan, regs: int) -> list[tuple[str, object]]:
     ]
 
 
+def is_zero_splat(em: Emitter, v: Value) -> bool:
+    """C is `arith.constant dense<0.0>` (+0.0: the accumulators can start filled instead of
+    loaded; fma(a, b, +0.0) is the same first link either way)."""
+    producer = em.producers.get(v.id)
+    if producer is None or producer.name != "arith.constant" or not producer.attrs.get("splat"):
+        return False
+    value = producer.attrs.get("value")
+    return isinstance(value, int | float) and value == 0 and math.copysign(1.0, value) > 0
+
+
 def emit(em: Emitter, info: DotInfo, p: SimdPlan) -> None:
     scratch = em.need_scratch(p.total_bytes)
     src_a, src_b = staging_source(em, info.a), staging_source(em, info.b)
     L_a, L_b, L_c, L_o = (em.layout(v) for v in (src_a, src_b, info.c, info.out))
     a, b, c = em.name(src_a), em.name(src_b), em.name(info.c)
     d = em.declare(info.out)
-    render(em, "stats", items=stats(info, p, L_o.regs))
+    zero_c = is_zero_splat(em, info.c)
+    render(em, "stats", items=stats(info, p, L_o.regs) + [("c", "zero" if zero_c else "staged")])
     em.line("{")
     em.indent(1)
     for ctype, name, off in (("float", "sc", 0), (info.in_t, "sa", p.off_a),
                              (info.in_t, "sb", p.off_b)):
         render(em, "scratch_region", ctype=ctype, name=name, scratch=scratch, byte_offset=off)
     em.line("threadgroup_barrier(mem_flags::mem_threadgroup);  // earlier scratch readers done")
-    for src, L, dst, conv in ((c, L_c, "sc", "float"), (a, L_a, "sa", ""), (b, L_b, "sb", "")):
+    staged = [(a, L_a, "sa", ""), (b, L_b, "sb", "")]
+    if not zero_c:
+        staged.insert(0, (c, L_c, "sc", "float"))
+    for src, L, dst, conv in staged:
         render(em, "stage", dst=dst, src=src, layout=L.name, regs=L.regs, lane=LANE,
                warp=WARP, conv=conv)
     em.line("threadgroup_barrier(mem_flags::mem_threadgroup);")
@@ -115,7 +131,7 @@ def emit(em: Emitter, info: DotInfo, p: SimdPlan) -> None:
         "unit_rows": 8 * p.tm, "unit_cols": 8 * p.tn, "tm": p.tm, "tn": p.tn,
         "sa": "sa", "sb": "sb", "sc": "sc", "stage_t": info.in_t,
         "a_batch": info.m * info.k, "b_batch": info.k * info.n, "c_batch": info.m * info.n,
-        "k": info.k, "n": info.n, "convert": info.in_t != "float",
+        "k": info.k, "n": info.n, "convert": info.in_t != "float", "zero_c": zero_c,
     })
     em.line("threadgroup_barrier(mem_flags::mem_threadgroup);  // all tiles stored")
     render(em, "read_back", d=d, out_t=info.out_t, src="sc", layout=L_o.name, regs=L_o.regs,

@@ -7,6 +7,8 @@ the rest refuse (Triton's passes pick layouts that keep them in registers).
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 from msltrans.ir.model import Op, Value
 from msltrans.ir.types import TensorType
 from msltrans.layout import gather_registers
@@ -43,7 +45,7 @@ def _move(em: Emitter, op: Op, sources: list[Value], to_src, offset=None,  # noq
     return True
 
 
-def _refuse_cross_thread(em: Emitter, op: Op) -> None:
+def _refuse_cross_thread(em: Emitter, op: Op) -> NoReturn:
     em.fail("the result layout would move data between threads",
             "expected Triton to insert ttg.convert_layout here; report the kernel")
 

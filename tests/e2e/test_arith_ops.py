@@ -3,6 +3,7 @@ against numpy references written to the IR's semantics (bit-exact)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -181,3 +182,23 @@ def test_fp_fusion_rule(tmp_path: Path, fusion: bool) -> None:
         want = ((c + a * b) - b * c) + b * c
         assert "fma(" not in program.source
     assert out.tobytes() == want.astype(np.float32).tobytes()
+
+
+def test_dense_constant_tables(tmp_path: Path) -> None:
+    # Non-splat dense constants index a program-scope table by the layout's flat index.
+    vals = [1.5, -2.0, 0.1, 3.0e38, -0.0, 7.0, 1e-30, 42.0]
+    ints = [3, -1, 2147483647, -2147483648, 0, 5, 6, 7]
+    body = f"""%k = arith.constant dense<[{", ".join(f"{v:e}" for v in vals)}]> : tensor<8xf32, #L>
+               %j = arith.constant dense<[{", ".join(map(str, ints))}]> : tensor<8xi32, #L>
+               %jf = arith.sitofp %j : tensor<8xi32, #L> to tensor<8xf32, #L>
+               %kx = arith.addf %x0, %k : tensor<8xf32, #L>
+               %res = arith.addf %kx, %jf : tensor<8xf32, #L>"""
+    text = elementwise_kernel_1d(8, 1, ["f32"], "f32", body)
+    program = compile_ttgir(write(tmp_path, "dense", text))
+    assert re.search(r"constant float dense_table_\d+\[8\]", program.source)
+    x = np.arange(16, dtype=np.float32)
+    out = np.zeros(16, np.float32)
+    dispatch(program, (2,), (x, out, 16))
+    k = np.tile(np.array(vals, np.float32), 2)
+    j = np.tile(np.array(ints, np.int32).astype(np.float32), 2)
+    assert out.tobytes() == ((x + k) + j).tobytes()

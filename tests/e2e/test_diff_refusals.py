@@ -73,3 +73,18 @@ def test_the_suggested_fix_compiles() -> None:
     program = compile_typed(_tanh_of_half, {"x_ptr": "*fp16", "out_ptr": "*fp16"},
                             {"BLOCK": BLOCK})
     assert "precise::exp" in program.source
+
+
+@pytest.mark.parametrize("op", ["math.exp", "arith.maxnumf", "math.floor"])
+def test_fp64_follows_the_one_policy(tmp_path: Path, op: str,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    operands = "%x0, %x0" if op == "arith.maxnumf" else "%x0"
+    path = write(tmp_path, "k", elementwise_kernel_1d(
+        BLOCK, 2, ["f64"], "f64", f"%res = {op} {operands} : {_t('f64')}"))
+    with pytest.warns(UserWarning, match="fp64 downcast to fp32"):
+        program = compile_ttgir(path)
+    assert "double" not in program.source
+    monkeypatch.setenv("MSLTRANS_FP64", "refuse")
+    with pytest.raises(MetalNonRecoverableError, match="fp64 is not available.*"
+                       "unset MSLTRANS_FP64=refuse"):
+        compile_ttgir(path)

@@ -83,3 +83,26 @@ def test_bool_reduce() -> None:
     run_kernel(bool_kernel, (1,), x, a, al, num_warps=8, M=M, N=N)
     np.testing.assert_array_equal(a, (x > 0).any(axis=0))
     np.testing.assert_array_equal(al, (x > 0).all(axis=1))
+
+
+@triton.jit
+def rank3_kernel(x_ptr, r_ptr, s_ptr, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr):
+    ra = tl.arange(0, A)[:, None, None]
+    rb = tl.arange(0, B)[None, :, None]
+    rc = tl.arange(0, C)[None, None, :]
+    offs = ra * B * C + rb * C + rc
+    x = tl.load(x_ptr + offs)
+    r_offs = tl.arange(0, A)[:, None] * C + tl.arange(0, C)[None, :]
+    tl.store(r_ptr + r_offs, tl.max(x, axis=1))
+    tl.store(s_ptr + offs, tl.cumsum(x, axis=1, reverse=True))
+
+
+def test_rank3_reduce_and_scan() -> None:
+    A, B, C = 4, 16, 8
+    x = np.random.default_rng(14).integers(-2**31, 2**31, (A, B, C), dtype=np.int64)
+    x = x.astype(np.int32)
+    r, s = np.zeros((A, C), np.int32), np.zeros_like(x)
+    run_kernel(rank3_kernel, (1,), x, r, s, num_warps=4, A=A, B=B, C=C)
+    np.testing.assert_array_equal(r, x.max(axis=1))
+    ref = np.flip(np.cumsum(np.flip(x.astype(np.int64), 1), axis=1), 1)
+    np.testing.assert_array_equal(s, ref.astype(np.uint32).astype(np.int32))

@@ -97,3 +97,32 @@ def test_replicated_layout_has_one_owner_per_element() -> None:
 def test_unsupported_layout_refuses() -> None:
     with pytest.raises(MetalNonRecoverableError, match="not supported"):
         decode_layout("#ttg.nvidia_mma<{versionMajor = 2}>", (16, 16))
+
+
+def test_linear_encoding_round_trips_triton() -> None:
+    # Triton's own linear layout of a blocked layout, printed as #ttg.linear, decodes back.
+    spt, tpw, wpc, order = [2, 1], [4, 8], [2, 2], [0, 1]
+    reg, lane, warp = triton_linear(BlockedLayout(spt, tpw, wpc, order), [32, 64])
+
+    def fmt(bases: list) -> str:
+        return "[" + ", ".join("[" + ", ".join(map(str, b)) + "]" for b in bases) + "]"
+
+    text = (f"#ttg.linear<{{register = {fmt(reg)}, lane = {fmt(lane)}, warp = {fmt(warp)}, "
+            "block = []}>")
+    assert _ours(text, [32, 64]) == (reg, lane, warp)
+    assert _ours(text, [32, 64]) == _ours(blocked_text(spt, tpw, wpc, order), [32, 64])
+
+
+@pytest.mark.parametrize("num_warps", WARPS)
+def test_locate_is_the_owner_inverse(num_warps: int) -> None:
+    rng = random.Random(99 + num_warps)
+    for _ in range(15):
+        spt, tpw, wpc, order = _random_blocked(rng, 2, num_warps)
+        shape = (rng.choice([2, 8, 32]), rng.choice([4, 16, 64]))
+        ll = decode_layout(blocked_text(spt, tpw, wpc, order), shape)
+        reg_free, lane_free, warp_free = ll.free_masks()
+        for i in range(shape[0]):
+            for j in range(shape[1]):
+                r, ln, w = ll.locate((i, j))
+                assert ll.coord(r, ln, w) == (i, j)
+                assert not (r & reg_free or ln & lane_free or w & warp_free)

@@ -9,7 +9,7 @@ from benchmarks.codegen_stats import _tutorial, k_step_text, row
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.layout import LinearLayout, decode_layout
 from msltrans.lower.ops_dot import force_path, register_plan
-from tests.e2e.dot_kernels import dot_acc_kernel
+from tests.e2e.dot_kernels import dot_acc_kernel, dot_strided_kernel
 from tests.e2e.dot_support import compile_with, dot_stats
 from tests.support.run_kernel import check_msl_compiles
 
@@ -73,6 +73,16 @@ def test_register_plan_follows_the_layouts() -> None:
     # An A whose lanes hold other rows than D's: no thread-local plan (-> scratch path).
     swapped = LinearLayout(a.shape, a.reg, a.lane[::-1], a.warp)
     assert register_plan(out, swapped, b, 16) is None
+
+
+def test_zero_accumulator_is_filled_not_staged() -> None:
+    sig = {"a_ptr": "*fp32", "b_ptr": "*fp32", "out_ptr": "*fp32", "sam": "i32", "sak": "i32",
+           "sbk": "i32", "sbn": "i32"}
+    program = compile_with(dot_strided_kernel, sig, 4, M=16, N=16, K=16, OUT_F16=False)
+    assert dot_stats(program)[0]["c"] == "zero"
+    assert "make_filled_simdgroup_matrix<float, 8, 8>(0.0f)" in program.source
+    # The K loop's carried accumulator is staged.
+    assert dot_stats(_tutorial("*fp16", (32, 32, 16), 4, "auto"))[0]["c"] == "staged"
 
 
 def test_force_path_rejects_unknown_names() -> None:

@@ -174,3 +174,32 @@ def test_schedules_agree_on_race_free_kernel(sim, schedule):
     lib.block_sum(x, out, 512, threads=512, group_size=256, arg_casts={2: "int32"},
                   schedule=schedule, seed=7)
     np.testing.assert_array_equal(out, [256, 256])
+
+
+def test_non_contiguous_tensor_binds_storage_from_offset(sim):
+    lib = sim.compile_shader(VECTOR_ADD)
+    grid = torch.zeros(4, 6)
+    column = grid[:, 2]            # stride 6, offset 2: the kernel sees storage from offset 2
+    ones = torch.ones(4)
+    lib.vector_add(ones, ones, column, threads=4)
+    flat = grid.reshape(-1)
+    assert flat[2:6].tolist() == [2.0, 2.0, 2.0, 2.0]   # contiguous from the offset, as on MPS
+    assert torch.count_nonzero(flat) == 4
+
+
+def test_race_check_on_torch_tensors_leaves_them_untouched(sim):
+    lib = sim.compile_shader(REDUCE)
+    x = torch.arange(512, dtype=torch.float32)
+    out = torch.zeros(2)
+    report = sim.check_races(lib.block_sum, x, out, 512, threads=512, group_size=256,
+                             arg_casts={2: "int32"})
+    assert report.kernel == "block_sum" and len(report.schedules) == 5
+    assert torch.count_nonzero(out) == 0
+
+
+def test_numpy_scalar_keeps_its_width(sim):
+    lib = sim.compile_shader(REDUCE)
+    x = np.ones(256, dtype=np.float32)
+    out = np.zeros(1, dtype=np.float32)
+    lib.block_sum(x, out, np.uint32(100), threads=256, group_size=256)
+    assert out[0] == 100.0

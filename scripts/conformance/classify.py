@@ -1,0 +1,94 @@
+"""Categorise the outcomes that `msltrans_conformance` recorded (one JSON row per test).
+
+Categories:
+- `pass`;
+- `hardware` — Apple GPUs lack it: fp64, tf32, fp8/mxfp units, 64-bit atomics, more than 1024
+  threads per threadgroup, more than 32 KB of threadgroup memory (a refusal or a skip naming it);
+- `not-lowered` — a `MetalNonRecoverableError` naming an op msltrans does not lower yet (or
+  a variant of an op it refuses), keyed by op;
+- `backend-gated` — the upstream test skips itself for this backend (CUDA/HIP/XPU-only tests,
+  tests for the interpreter, compile-only warm-up);
+- `upstream-xfail` — the test's own xfail marker;
+- `real` — wrong results, crashes, timeouts, other exceptions: a bug of msltrans (or of the
+  simulator) until shown otherwise;
+- `other-skip` — any other skip reason.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+HARDWARE_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("no fp64", r"fp64|float64|f64\b|double"),
+    ("no tf32", r"tf32"),
+    ("no fp8/mxfp unit", r"fp8|float8|e4m3|e5m2|mxfp|e2m1|fp4|scaled_dot|dot_scaled"),
+    ("no 64-bit atomics", r"64-bit atomic"),
+    ("> 1024 threads", r"threads per threadgroup|num_warps=\d+ gives|> ?1024 threads"),
+    ("> 32 KB threadgroup memory", r"threadgroup memory|shared memory|out of resources"),
+    ("no thread-block clusters", r"num_ctas|thread-block cluster"),
+)
+GATED_PATTERN = re.compile(
+    r"cuda|hip|amd|nvidia|hopper|blackwell|ampere|sm\d|sm_\d|xpu|intel|interpreter|"
+    r"compile[- ]only|warmup|ptx|cubin|amdgcn|gfx\d|rocm|mfma|wgmma|tma|not supported on this "
+    r"(device|platform|backend)|only (supported|for|on)", re.IGNORECASE)
+WRONG_RESULT = re.compile(r"AssertionError|Mismatch|Not equal|not close|assert ", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    category: str  # see the module docstring
+    detail: str  # the reason bucket: hardware reason, op name, failure kind, skip reason
+
+
+def _hardware(text: str) -> str | None:
+    for label, pat in HARDWARE_PATTERNS:
+        if re.search(pat, text, re.IGNORECASE):
+            return label
+    return None
+
+
+def _refusal_key(row: dict[str, Any]) -> str:
+    ref = row.get("refusal") or {}
+    op = ref.get("op")
+    reason = (ref.get("reason") or "").strip()
+    if not op:
+        m = re.search(r"cannot lower `([^`]+)`", row.get("reason", ""))
+        op = m.group(1) if m else None
+    if op and reason == "no Metal lowering for this op":
+        return op
+    short = re.sub(r"\d+", "N", reason)[:90]
+    return f"{op}: {short}" if op else short or row.get("reason", "")[:90]
+
+
+def _failure_kind(row: dict[str, Any]) -> str:
+    text = row.get("reason", "")
+    if row["outcome"] == "crash" or "worker" in text and "crashed" in text:
+        return "crash"
+    if "TestTimeout" in text or "msl-timeout" in text:
+        return "timeout"
+    if WRONG_RESULT.search(text):
+        return "wrong result"
+    m = re.match(r"\s*([A-Za-z_][\w.]*(Error|Exception|Fault|Interrupt))", text)
+    return f"exception: {m.group(1)}" if m else "exception"
+
+
+def classify(row: dict[str, Any]) -> Verdict:
+    outcome = row["outcome"]
+    reason = row.get("reason", "")
+    if outcome in ("pass", "xpass"):
+        return Verdict("pass", outcome)
+    if outcome == "xfail":
+        if reason.startswith("refused:"):
+            hw = _hardware(reason)
+            return Verdict("hardware", hw) if hw else Verdict("not-lowered", _refusal_key(row))
+        return Verdict("upstream-xfail", reason[:120])
+    if outcome == "skip":
+        hw = _hardware(reason)
+        if hw:
+            return Verdict("hardware", hw)
+        if GATED_PATTERN.search(reason):
+            return Verdict("backend-gated", reason[:120])
+        return Verdict("other-skip", reason[:120])
+    return Verdict("real", _failure_kind(row))

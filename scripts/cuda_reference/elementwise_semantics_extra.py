@@ -1,0 +1,108 @@
+"""More target-defined cases, recorded like elementwise_semantics.py (run on the lent H200):
+    python scripts/cuda_reference/elementwise_semantics_extra.py OUT.npz
+int → bf16 rounding (one rounding or two via f32), float `%` with large quotients, shift
+amounts that are negative or >= 2**32, and whether bf16/f16 a*b+c is fused.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import torch
+import triton
+import triton.language as tl
+
+DEV = "cuda"
+
+
+@triton.jit
+def _to_bf16(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m).to(tl.bfloat16), mask=m)
+
+
+@triton.jit
+def _binary(a_ptr, b_ptr, out_ptr, n, OP: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    a = tl.load(a_ptr + offs, mask=m)
+    b = tl.load(b_ptr + offs, mask=m)
+    if OP == "rem":
+        r = a % b
+    elif OP == "shl":
+        r = a << b
+    elif OP == "shr":
+        r = a >> b
+    else:
+        r = a
+    tl.store(out_ptr + offs, r, mask=m)
+
+
+@triton.jit
+def _muladd(a_ptr, b_ptr, c_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    a = tl.load(a_ptr + offs, mask=m)
+    b = tl.load(b_ptr + offs, mask=m)
+    c = tl.load(c_ptr + offs, mask=m)
+    tl.store(out_ptr + offs, a * b + c, mask=m)
+
+
+def _run(kernel, ins, out_dtype, **kw):
+    n = ins[0].numel()
+    out = torch.empty(n, dtype=out_dtype, device=DEV)
+    kernel[(triton.cdiv(n, 128),)](*ins, out, n, BLOCK=128, **kw)
+    torch.cuda.synchronize()
+    return out.cpu()
+
+
+def main(path: str) -> None:
+    rec: dict[str, np.ndarray] = {}
+    for dt, tdt in (("int32", torch.int32), ("int64", torch.int64), ("uint32", torch.uint32),
+                    ("uint64", torch.uint64)):
+        bits = np.iinfo(dt).bits
+        top = bits - 2 if dt.startswith("int") else bits - 1
+        vals = [2**top + 2**(top - 8) + 1, 2**top + 2**(top - 8) - 1, 2**30 + 2**22 + 1,
+                2**24 + 1, 2**25 + 3, 16777217, 2**31 - 1]
+        if dt.startswith("int"):
+            vals += [-v for v in vals]
+        raw = np.array([v % 2**bits for v in vals], dtype=f"uint{bits}")
+        rec[f"tobf16_{dt}_in"] = raw
+        x = torch.from_numpy(raw.view(f"int{bits}")).to(DEV).view(tdt)
+        rec[f"tobf16_{dt}"] = _run(_to_bf16, [x], torch.bfloat16).view(torch.int16).numpy()
+    a = np.array([1e10, -1e10, 3.4e38, 1e30, 123456789.0, 7.5, -7.5, 5.0, 1.0, np.inf, 2.0],
+                 np.float32)
+    b = np.array([3.3, 3.3, 1.1, 7.0, 0.1, 2.0, 2.0, np.inf, 0.0, 2.0, -0.0], np.float32)
+    rec["frem_a"], rec["frem_b"] = a, b
+    rec["frem_float32"] = _run(_binary, [torch.tensor(a, device=DEV),
+                                         torch.tensor(b, device=DEV)], torch.float32,
+                               OP="rem").numpy()
+    for dt, tdt in (("int8", torch.int8), ("int16", torch.int16), ("int32", torch.int32),
+                    ("int64", torch.int64)):
+        info = np.iinfo(dt)
+        sa = np.array([-3, 5, -3, 5, -3, 5] + ([-3, 5, -3] if dt == "int64" else []), dt)
+        sb = np.array([-1, -1, info.min, info.min, -100 if info.bits > 8 else -100, 1]
+                      + ([2**32, 2**32 + 1, 2**40] if dt == "int64" else []), dt)
+        rec[f"shift2_{dt}_a"], rec[f"shift2_{dt}_b"] = sa, sb
+        ta, tb = torch.from_numpy(sa).to(DEV), torch.from_numpy(sb).to(DEV)
+        for op in ("shl", "shr"):
+            rec[f"{op}2_{dt}"] = _run(_binary, [ta, tb], tdt, OP=op).numpy()
+    rng = np.random.default_rng(0)
+    fa = rng.standard_normal(4096).astype(np.float32)
+    fb = rng.standard_normal(4096).astype(np.float32)
+    fc = (-(fa.astype(np.float64) * fb) * (1 + rng.standard_normal(4096) * 1e-2)).astype(
+        np.float32)
+    for name, tdt in (("float16", torch.float16), ("bfloat16", torch.bfloat16)):
+        ins = [torch.tensor(v, device=DEV).to(tdt) for v in (fa, fb, fc)]
+        rec[f"muladd_{name}_in"] = np.stack([t.cpu().view(torch.int16).numpy() for t in ins])
+        rec[f"muladd_{name}"] = _run(_muladd, ins, tdt).view(torch.int16).numpy()
+    rec["meta_triton_version"] = np.array(triton.__version__)
+    rec["meta_device"] = np.array(torch.cuda.get_device_name())
+    np.savez_compressed(path, **rec)
+    print(f"wrote {len(rec)} arrays to {path}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
