@@ -74,7 +74,7 @@ lowers("arith.mulf")(_float_binary("*"))
 
 
 def _fusable(em: Emitter, op: Op, index: int) -> Op | None:
-    if not em.enable_fp_fusion or em.ctype(op.results[0]) not in ("float", "half"):
+    if not em.enable_fp_fusion or em.ctype(op.results[0]) not in ("float", "half", "bfloat"):
         return None
     return em.single_use_producer(op.operands[index], "arith.mulf")
 
@@ -91,9 +91,9 @@ def add_sub_f(em: Emitter, op: Op) -> None:
         a, b = (em.at(v) for v in mul.operands)
         other = em.at(op.operands[1 - index])
         fma = "fma"
-        if em.ctype(op.results[0]) == "half":  # one rounding, not fmaf-then-round
-            need_support(em)
-            fma = "msl_fma16<half>"
+        if em.ctype(op.results[0]) in ("half", "bfloat"):  # one rounding (NVIDIA fuses
+            need_support(em)                              # both: *_extra.npz muladd_*)
+            fma = f"msl_fma16<{em.ctype(op.results[0])}>"
         if index == 0:
             c = other if symbol == "+" else f"-{other}"
             expr = f"{fma}({a}, {b}, {c})"

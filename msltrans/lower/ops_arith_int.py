@@ -65,9 +65,15 @@ lowers("arith.remui")(_unsigned_divrem(True))
 
 
 # ---- shifts: the amount is unsigned; >= the bit width saturates (PTX clamps it) --------
+# PTX takes a 32-bit amount: a 64-bit shift uses the amount's low word only (measured:
+# x << 2**32 == x, x << (2**32 + 1) == x << 1; tests/data/cuda/*_extra.npz).
+
+def _amount(c: str, b: str) -> str:
+    return f"uint({b})" if c == "long" else f"{msl_types.unsigned(c)}({b})"
+
 
 def _amount_too_big(c: str, b: str) -> str:
-    return f"{msl_types.unsigned(c)}({b}) >= {BITS[c]}u"
+    return f"{_amount(c, b)} >= {BITS[c]}u"
 
 
 @lowers("arith.shli")
@@ -76,7 +82,7 @@ def shli(em: Emitter, op: Op) -> None:
     u = msl_types.unsigned(c)
     # In the unsigned twin: left shifts of negative values are undefined in C++.
     em.elementwise(op, lambda a, b: (
-        f"({_amount_too_big(c, b)} ? {c}(0) : {c}({u}({a}) << {u}({b})))"))
+        f"({_amount_too_big(c, b)} ? {c}(0) : {c}({u}({a}) << {_amount(c, b)}))"))
 
 
 @lowers("arith.shrui")
@@ -84,17 +90,16 @@ def shrui(em: Emitter, op: Op) -> None:
     c = int_ctype(em, op)
     u = msl_types.unsigned(c)
     em.elementwise(op, lambda a, b: (
-        f"({_amount_too_big(c, b)} ? {c}(0) : {c}({u}({a}) >> {u}({b})))"))
+        f"({_amount_too_big(c, b)} ? {c}(0) : {c}({u}({a}) >> {_amount(c, b)}))"))
 
 
 @lowers("arith.shrsi")
 def shrsi(em: Emitter, op: Op) -> None:
     c = int_ctype(em, op)
-    u = msl_types.unsigned(c)
     # Right shift of a negative signed value is arithmetic in Metal and clang.
     em.elementwise(op, lambda a, b: (
         f"({_amount_too_big(c, b)} ? ({a} < {c}(0) ? {c}(-1) : {c}(0)) : "
-        f"{c}({a} >> {u}({b})))"))
+        f"{c}({a} >> {_amount(c, b)}))"))
 
 
 # ---- min / max / abs -------------------------------------------------------------------

@@ -1,18 +1,33 @@
 """Floating-point contraction, as Triton's `enable_fp_fusion` decides it (default on):
 an fmul whose only use is an fadd/fsub becomes one fma (what ptxas --fmad does on NVIDIA);
 a product with another use, or any product with fusion off, is rounded on its own.
-Checked bit for bit on f32 and f16 (bf16 arithmetic is not fused: see docs/semantics.md).
+Checked bit for bit on f32, f16 and bf16, and against NVIDIA's recorded f16/bf16 a*b+c
+(fused there too: tests/data/cuda/elementwise_semantics_extra.npz).
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pytest
 import triton
 import triton.language as tl
 
-from tests.support.diff import TRITON_PTR, assert_same_bits, compile_typed, launch
+from tests.e2e.test_diff_float import _odd_f32
+from tests.support.diff import (
+    TRITON_PTR,
+    assert_same_bits,
+    bf16_from_f32,
+    compile_typed,
+    f32_from_bf16,
+    launch,
+    np_dtype,
+)
 from tests.support.fma import fma_f32
+
+EXTRA = np.load(Path(__file__).resolve().parents[1] / "data" / "cuda"
+                / "elementwise_semantics_extra.npz")
 
 BLOCK = 128
 
@@ -32,39 +47,87 @@ def fusion_kernel(a_ptr, b_ptr, c_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + 4 * n + offs, p, mask=m)
 
 
-def _fma16(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    # f16 products are exact in f64 and the sum of three f16-exponent-range values is
-    # exact in f64 here (inputs are within 2**-14 .. 2**6), so one rounding to f16 remains.
-    return (a.astype(np.float64) * b + c).astype(np.float16)
+def _exact_fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    # 16-bit inputs within 2**-14 .. 2**6: a*b + c is exact in float64.
+    return a.astype(np.float64) * b + c
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def _values(dtype: str, x: np.ndarray) -> np.ndarray:
+    return f32_from_bf16(x) if dtype == "bfloat16" else x
+
+
+def _store(dtype: str, x64: np.ndarray) -> np.ndarray:
+    """float64 → dtype storage with one rounding."""
+    if dtype == "bfloat16":
+        return bf16_from_f32(_odd_f32(np.asarray(x64, np.float64)))
+    return np.asarray(x64).astype(dtype)
+
+
+def _rounded(dtype: str, x: np.ndarray) -> np.ndarray:
+    return _values(dtype, _store(dtype, x)).astype(np.float64)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("fusion", [True, False])
 def test_fp_fusion_follows_the_option(dtype: str, fusion: bool) -> None:
     rng = np.random.default_rng(7)
     n = 1000
-    a = rng.uniform(-4, 4, n).astype(dtype)
-    b = rng.uniform(-4, 4, n).astype(dtype)
-    c = (-(a.astype(np.float64) * b) * (1 + rng.uniform(-1e-3, 1e-3, n))).astype(dtype)
-    # a*b + c = 1 + 3*2**-11 - 2**-31: just below an f16 midpoint, but exactly on it once
-    # rounded to f32, so an f32 fma followed by rounding to f16 would round the wrong way.
-    a[0], b[0], c[0] = 2.0**-5 * (1 + 2.0**-10), 2.0**-6 * (1 - 2.0**-10), 1 + 2.0**-10
-    out = np.zeros(5 * n, dtype)
+    a64, b64 = rng.uniform(-4, 4, n), rng.uniform(-4, 4, n)
+    a, b = _store(dtype, a64), _store(dtype, b64)
+    av, bv = (_values(dtype, v).astype(np.float64) for v in (a, b))
+    c = _store(dtype, -(av * bv) * (1 + rng.uniform(-1e-3, 1e-3, n)))
+    # a*b + c = 1 + 3*2**-11 - 2**-31 (f16; 2**-7 steps for bf16): just below a midpoint,
+    # but exactly on it once rounded to f32, so fmaf-then-round would round the wrong way.
+    u = 2.0**-10 if dtype == "float16" else 2.0**-7
+    a[0], b[0], c[0] = _store(dtype, np.array([2.0**-5 * (1 + u), 2.0**-6 * (1 - u), 1 + u]))
+    av, bv, cv = (_values(dtype, v).astype(np.float64) for v in (a, b, c))
+    out = np.zeros(5 * n, np_dtype(dtype))
     ptr = TRITON_PTR[dtype]
     sig = {"a_ptr": ptr, "b_ptr": ptr, "c_ptr": ptr, "out_ptr": ptr, "n": "i32"}
     program = compile_typed(fusion_kernel, sig, {"BLOCK": BLOCK}, enable_fp_fusion=fusion)
     body = program.source[program.source.index("kernel void"):]
-    assert (("fma(" if dtype == "float32" else "msl_fma16<half>(") in body) == fusion
+    marker = "fma(" if dtype == "float32" else f"msl_fma16<{np_ctype(dtype)}>("
+    assert (marker in body) == fusion
     launch(program, (triton.cdiv(n, BLOCK),), a, b, c, out, n)
     got = out.reshape(5, n)
-    fma = fma_f32 if dtype == "float32" else _fma16
     with np.errstate(all="ignore"):
-        if fusion:
-            want = [fma(a, b, c), fma(a, c, -b), fma(-b, c, c)]
+        if dtype == "float32":
+            fused = [fma_f32(a, b, c), fma_f32(a, c, -b), fma_f32(-b, c, c)]
+            fused = [f.astype(np.float64) for f in fused]
         else:
-            want = [a * b + c, a * c - b, c - b * c]
-        want += [a * a + c, a * a]
+            fused = [_exact_fma(av, bv, cv), _exact_fma(av, cv, -bv), _exact_fma(-bv, cv, cv)]
+        split = [_rounded(dtype, av * bv) + cv, _rounded(dtype, av * cv) - bv,
+                 cv - _rounded(dtype, bv * cv)]
+        want = fused if fusion else split
+        want += [_rounded(dtype, av * av) + cv, av * av]
     for k, w in enumerate(want):
-        assert_same_bits(got[k], np.asarray(w, dtype), dtype, f"output {k} fusion={fusion}")
+        assert_same_bits(got[k], _store(dtype, w) if dtype != "float32" else
+                         np.asarray(w, np.float32), dtype, f"output {k} fusion={fusion}")
     if fusion:  # the cancellation makes fused and unfused results differ: a real check
-        assert (got[0] != (a * b + c)).mean() > 0.3
+        assert (got[0] != _store(dtype, split[0])).mean() > 0.3
+
+
+def np_ctype(dtype: str) -> str:
+    return {"float16": "half", "bfloat16": "bfloat"}[dtype]
+
+
+@triton.jit
+def muladd_kernel(a_ptr, b_ptr, c_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    a = tl.load(a_ptr + offs, mask=m)
+    b = tl.load(b_ptr + offs, mask=m)
+    c = tl.load(c_ptr + offs, mask=m)
+    tl.store(out_ptr + offs, a * b + c, mask=m)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_16_bit_muladd_like_cuda(dtype: str) -> None:
+    a, b, c = (v.view(np_dtype(dtype)) for v in EXTRA[f"muladd_{dtype}_in"])
+    n = len(a)
+    out = np.zeros(n, np_dtype(dtype))
+    ptr = TRITON_PTR[dtype]
+    sig = {"a_ptr": ptr, "b_ptr": ptr, "c_ptr": ptr, "out_ptr": ptr, "n": "i32"}
+    launch(compile_typed(muladd_kernel, sig, {"BLOCK": BLOCK}), (triton.cdiv(n, BLOCK),),
+           a, b, c, out, n)
+    assert_same_bits(out, EXTRA[f"muladd_{dtype}"].view(np_dtype(dtype)), dtype, "cuda")

@@ -18,7 +18,9 @@ import triton.language as tl
 from tests.support.diff import TRITON_PTR, assert_same_bits, compile_typed, launch
 from tests.support.values import edge_values
 
-NPZ = np.load(Path(__file__).resolve().parents[1] / "data" / "cuda" / "elementwise_semantics.npz")
+DATA = Path(__file__).resolve().parents[1] / "data" / "cuda"
+NPZ = np.load(DATA / "elementwise_semantics.npz")
+EXTRA = np.load(DATA / "elementwise_semantics_extra.npz")  # scripts/cuda_reference/*_extra.py
 DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 OPS = ("div", "rem", "shl", "shr", "min", "max", "neg", "abs")
 BLOCK = 256
@@ -60,7 +62,7 @@ def reference(op: str, a: int, b: int, s: int, dtype: str) -> int:
         q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)  # C: toward zero
         return q if op == "div" else a - q * b
     if op in ("shl", "shr"):
-        amount = s % 2**bits  # the amount is unsigned
+        amount = s % 2 ** min(bits, 32)  # unsigned; 64-bit shifts read its low word only
         if op == "shl":
             return 0 if amount >= bits else _wrap(a << amount, bits, signed)
         if amount >= bits:
@@ -165,3 +167,21 @@ def test_scalar_operand(dtype: str, d: int) -> None:
         want = np.array([reference(op, int(v), d, d, dtype) % 2**bits for v in x],
                         dtype=f"uint{bits}").view(dtype)
         assert_same_bits(out[k * n:(k + 1) * n], want, dtype, f"{op} by {d}")
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64"])
+def test_odd_shift_amounts_like_cuda(dtype: str) -> None:
+    # Negative amounts, INT_MIN, and for i64 amounts >= 2**32 (only the low word counts).
+    a, s = EXTRA[f"shift2_{dtype}_a"], EXTRA[f"shift2_{dtype}_b"]
+    n = len(a)
+    out = np.zeros(len(OPS) * n, dtype=dtype)
+    ptr = TRITON_PTR[dtype]
+    sig = {"a_ptr": ptr, "b_ptr": ptr, "s_ptr": ptr, "out_ptr": ptr, "n": "i32"}
+    launch(compile_typed(int_ops_kernel, sig, {"BLOCK": BLOCK}), (1,), a, np.ones_like(a), s,
+           out, n)
+    got = out.reshape(len(OPS), n)
+    for k, op in ((2, "shl"), (3, "shr")):
+        assert_same_bits(got[k], EXTRA[f"{op}2_{dtype}"], dtype, f"cuda {op}")
+        want = np.array([reference(op, int(x), 1, int(z), dtype)
+                         for x, z in zip(a, s, strict=True)], dtype=dtype)
+        assert_same_bits(got[k], want, dtype, f"model {op}")

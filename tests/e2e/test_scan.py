@@ -154,3 +154,22 @@ def test_user_combine_scan(axis: int, rev: bool, num_warps: int) -> None:
     np.testing.assert_array_equal(oa, ra.astype(np.uint32).astype(np.int32))
     np.testing.assert_array_equal(ob, rb.astype(np.uint32).astype(np.int32))
     assert_float_same(of, rf.astype(np.float32))
+
+
+@triton.jit
+def wide_kernel(x_ptr, s_ptr, r_ptr, M: tl.constexpr, N: tl.constexpr):
+    offs = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
+    x = tl.load(x_ptr + offs)
+    tl.store(s_ptr + offs, tl.cumsum(x, axis=0))
+    tl.store(r_ptr + tl.arange(0, N), tl.sum(x, axis=0))
+
+
+def test_scratch_batches_int64() -> None:
+    # 16 simdgroups along the axis × 64-bit values: the scratch pass runs in several batches.
+    M, N = 256, 64
+    x = mixed_values("int64", M * N, seed=15).reshape(M, N)
+    s, r = np.zeros_like(x), np.zeros(N, np.int64)
+    program = run_kernel(wide_kernel, (1,), x, s, r, num_warps=16, M=M, N=N)
+    assert program.source.count("threadgroup_barrier") > 6
+    np.testing.assert_array_equal(s, int_scan(x, "sum", 0, False))
+    np.testing.assert_array_equal(r, int_scan(x, "sum", 0, False)[-1])
