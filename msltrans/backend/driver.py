@@ -102,6 +102,8 @@ class MetalUtils:
             "warp_size": WARP_SIZE, "multiprocessor_count": cores,
             "max_num_regs": NOMINAL_REGS_PER_THREAD * MAX_THREADS,
             "name": self.engine.device_name(), "engine": self.engine.name,
+            # the names Intel's XPU fork of Triton's tutorials read
+            "max_work_group_size": MAX_THREADS, "sub_group_sizes": [WARP_SIZE],
         }
 
 

@@ -21,6 +21,7 @@ import faulthandler
 import hashlib
 import json
 import os
+import re
 import signal
 import sys
 import traceback
@@ -132,6 +133,22 @@ def _refusal(exc: BaseException | None) -> BaseException | None:
     return None
 
 
+# Triton's front end refusing what MetalOptions declares absent (no fp8 types, no tf32): the
+# same "refuse" as a MetalNonRecoverableError, raised one layer up.
+FRONTEND_REFUSALS = re.compile(
+    r"not supported in this architecture\. The supported fp8 dtypes are \(\)|"
+    r"input_precision must be one of \('ieee',\)")
+
+
+def _frontend_refusal(exc: BaseException) -> str | None:
+    text = str(exc)
+    m = FRONTEND_REFUSALS.search(text)
+    if m is None:
+        return None
+    line = next((ln for ln in text.splitlines() if m.group(0) in ln), m.group(0))
+    return line.strip()[:300]
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Any:
     report = yield
@@ -142,6 +159,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
         report.outcome = "skipped"
         report.wasxfail = f"refused: {type(err).__name__}: {err}"
         report.msl_refusal = {"op": getattr(err, "op", None), "reason": getattr(err, "reason", "")}
+        return report
+    front = _frontend_refusal(call.excinfo.value)
+    if front is not None:
+        report.outcome = "skipped"
+        report.wasxfail = f"refused: front end (MetalOptions): {front}"
+        report.msl_refusal = {"op": None, "reason": front}
     return report
 
 

@@ -1,7 +1,8 @@
 """More target-defined cases, recorded like elementwise_semantics.py (run on the lent H200):
     python scripts/cuda_reference/elementwise_semantics_extra.py OUT.npz
 int → bf16 rounding (one rounding or two via f32), float `%` with large quotients, shift
-amounts that are negative or >= 2**32, and whether bf16/f16 a*b+c is fused.
+amounts that are negative or >= 2**32, whether bf16/f16 a*b+c is fused, abs(INT_MIN),
+64-bit and 16-bit division by zero, f16/bf16 min/max with NaN and zeros, tl.clamp.
 """
 
 from __future__ import annotations
@@ -31,6 +32,20 @@ def _binary(a_ptr, b_ptr, out_ptr, n, OP: tl.constexpr, BLOCK: tl.constexpr):
     b = tl.load(b_ptr + offs, mask=m)
     if OP == "rem":
         r = a % b
+    elif OP == "div":
+        r = a // b
+    elif OP == "abs":
+        r = tl.abs(a)
+    elif OP == "min":
+        r = tl.minimum(a, b)
+    elif OP == "max":
+        r = tl.maximum(a, b)
+    elif OP == "min_nan":
+        r = tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+    elif OP == "max_nan":
+        r = tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+    elif OP == "clamp":
+        r = tl.clamp(a, -b, b)
     elif OP == "shl":
         r = a << b
     elif OP == "shr":
@@ -98,6 +113,36 @@ def main(path: str) -> None:
         ins = [torch.tensor(v, device=DEV).to(tdt) for v in (fa, fb, fc)]
         rec[f"muladd_{name}_in"] = np.stack([t.cpu().view(torch.int16).numpy() for t in ins])
         rec[f"muladd_{name}"] = _run(_muladd, ins, tdt).view(torch.int16).numpy()
+    for dt, tdt in (("int8", torch.int8), ("int16", torch.int16), ("int32", torch.int32),
+                    ("int64", torch.int64)):
+        info = np.iinfo(dt)
+        x = torch.tensor([int(info.min), -1, 0, int(info.max)], dtype=tdt, device=DEV)
+        rec[f"abs_{dt}"] = _run(_binary, [x, x], tdt, OP="abs").numpy()
+    for dt, tdt, vals in (("int64", torch.int64, [2**32, 2**32 + 5, -(2**32), 2**40, -1]),
+                          ("uint64", torch.uint64, [2**32, 2**32 + 5, 2**63, 2**40, 1]),
+                          ("uint16", torch.uint16, [0, 5, 65535, 32768, 1]),
+                          ("int16", torch.int16, [0, 5, -5, -32768, 32767])):
+        bits = np.iinfo(dt).bits
+        raw = np.array([v % 2**bits for v in vals], dtype=f"uint{bits}")
+        rec[f"divzero_{dt}_a"] = raw.view(dt)
+        a_t = torch.from_numpy(raw.view(f"int{bits}")).to(DEV).view(tdt)
+        z = torch.zeros_like(a_t)
+        for op in ("div", "rem"):
+            out = _run(_binary, [a_t, z], tdt, OP=op)
+            rec[f"divzero_{op}_{dt}"] = out.view({8: torch.int8, 16: torch.int16, 32: torch.int32,
+                                                  64: torch.int64}[bits]).numpy()
+    fa = np.array([0.0, -0.0, np.nan, 1.0, np.nan, -np.inf, 2.0, -0.0], dtype=np.float32)
+    fb = np.array([-0.0, 0.0, 1.0, np.nan, np.nan, np.inf, np.nan, -0.0], dtype=np.float32)
+    for name, tdt in (("float16", torch.float16), ("bfloat16", torch.bfloat16)):
+        ta, tb = (torch.tensor(v, device=DEV).to(tdt) for v in (fa, fb))
+        for op in ("min", "max", "min_nan", "max_nan"):
+            rec[f"{op}_{name}"] = _run(_binary, [ta, tb], tdt, OP=op).view(torch.int16).numpy()
+    cx = np.array([np.nan, -0.0, 0.0, 5.0, -5.0, 0.5, -0.0, 0.0, 3.0], np.float32)
+    cb = np.array([1.0, 0.0, 0.0, 2.0, 2.0, np.nan, -0.0, -0.0, np.inf], np.float32)
+    rec["clamp_x"], rec["clamp_b"] = cx, cb
+    rec["clamp_float32"] = _run(_binary, [torch.tensor(cx, device=DEV),
+                                          torch.tensor(cb, device=DEV)], torch.float32,
+                                OP="clamp").numpy()
     rec["meta_triton_version"] = np.array(triton.__version__)
     rec["meta_device"] = np.array(torch.cuda.get_device_name())
     np.savez_compressed(path, **rec)

@@ -25,7 +25,9 @@ from tests.support.diff import (
 )
 from tests.support.values import float_edge_values, int_edge_values
 
-NPZ = np.load(Path(__file__).resolve().parents[1] / "data" / "cuda" / "elementwise_semantics.npz")
+DATA = Path(__file__).resolve().parents[1] / "data" / "cuda"
+NPZ = np.load(DATA / "elementwise_semantics.npz")
+EXTRA = np.load(DATA / "elementwise_semantics_extra.npz")
 INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 BLOCK = 128
 
@@ -169,7 +171,8 @@ def test_int_to_float_rounds_once(src: str) -> None:
     rng = np.random.default_rng(4)
     info = np.iinfo(src)
     key = {"int64": "i64_in", "uint64": "u64_in"}.get(src)
-    parts = [NPZ[key]] if key else []
+    extra = EXTRA[f"tobf16_{src}_in"].view(src)  # NVIDIA's int → bf16 points first
+    parts = [extra] + ([NPZ[key]] if key else [])
     # Midpoints for bf16 once rounded to f32 first: one rounding must not become two.
     top = info.bits - 2 if info.min < 0 else info.bits - 1
     parts.append(np.array([2**top + 2**(top - 8) + 1, 2**top + 2**(top - 8) - 1,
@@ -194,6 +197,8 @@ def test_int_to_float_rounds_once(src: str) -> None:
     want_bf = bf16_from_f32(np.array([int_to_float_model(v, 8, -126, 127) for v in ints],
                                      np.float32))
     assert_same_bits(bf16, want_bf, "bfloat16", f"{src}->bf16")
+    ne = len(extra)
+    assert_same_bits(bf16[:ne], EXTRA[f"tobf16_{src}"].view(np.uint16), "bfloat16", "cuda")
     if key:
         name = "cast_int64_to_float32" if src == "int64" else "cast_uint64_to_float32"
-        assert_same_bits(f32[:len(NPZ[key])], NPZ[name], "float32", "cuda")
+        assert_same_bits(f32[ne:ne + len(NPZ[key])], NPZ[name], "float32", "cuda")

@@ -83,12 +83,15 @@ static void on_alarm(int signo, siginfo_t *info, void *context) {
     siglongjmp(msl_sim_fault_env, signo);
 }
 
-static void set_timer(unsigned timeout_ms) {
+/* A timer the host had armed (pytest-timeout uses SIGALRM too) is put back afterwards. */
+static struct itimerval saved_timer;
+
+static void set_timer(unsigned timeout_ms, struct itimerval *old) {
     struct itimerval timer;
     memset(&timer, 0, sizeof timer);
     timer.it_value.tv_sec = timeout_ms / 1000;
     timer.it_value.tv_usec = (timeout_ms % 1000) * 1000;
-    setitimer(ITIMER_REAL, &timer, NULL);
+    setitimer(ITIMER_REAL, &timer, old);
 }
 
 void msl_sim_signals_enter(unsigned timeout_ms) {
@@ -106,14 +109,16 @@ void msl_sim_signals_enter(unsigned timeout_ms) {
         struct sigaction alarm_action = action;
         alarm_action.sa_sigaction = on_alarm;
         sigaction(SIGALRM, &alarm_action, &saved_alarm);
-        set_timer(timeout_ms);
+        set_timer(timeout_ms, &saved_timer);
     }
 }
 
 void msl_sim_signals_leave(unsigned timeout_ms) {
     if (timeout_ms) {
-        set_timer(0);
+        set_timer(0, NULL);
         sigaction(SIGALRM, &saved_alarm, NULL);
+        if (saved_timer.it_value.tv_sec || saved_timer.it_value.tv_usec)
+            setitimer(ITIMER_REAL, &saved_timer, NULL);
     }
     sigaction(SIGSEGV, &saved_segv, NULL);
     sigaction(SIGBUS, &saved_bus, NULL);
