@@ -8,7 +8,10 @@ fmin/fmax open, so these call explicit helpers instead.
 
 from __future__ import annotations
 
-from msltrans.ir.model import Op
+import math
+from collections.abc import Callable
+
+from msltrans.ir.model import Op, Value
 from msltrans.lower.emitter import Emitter
 from msltrans.lower.registry import lowers
 from msltrans.lower.support import need_support
@@ -52,3 +55,40 @@ lowers("arith.maxnumf")(_minmax("msl_maxnum"))
 lowers("arith.minnumf")(_minmax("msl_minnum"))
 lowers("arith.maximumf")(_minmax("msl_maximum"))
 lowers("arith.minimumf")(_minmax("msl_minimum"))
+
+
+# ---- tt.clampf (the op is in ops_tt_math; NVIDIA's two lowerings are modelled here) ------
+
+def _constant(em: Emitter, v: Value) -> float | None:
+    producer = em.producers.get(v.id)
+    if producer is not None and producer.name == "arith.constant":
+        value = producer.attrs.get("value")
+        return value if isinstance(value, float) else None
+    return None
+
+
+def _symmetric(em: Emitter, lo: Value, hi: Value) -> bool:
+    """lo is -hi in a way the IR proves: `arith.negf hi`, or constants c and -c (the forms
+    Triton's NVIDIA lowering turns into min.xorsign.abs; measured on an H200)."""
+    producer = em.producers.get(lo.id)
+    if producer is not None and producer.name == "arith.negf" and producer.operands[0] == hi:
+        return True
+    a, b = _constant(em, lo), _constant(em, hi)
+    return (a is not None and b is not None and a == -b
+            and math.copysign(1.0, a) != math.copysign(1.0, b))
+
+
+def clamp_expr(em: Emitter, op: Op, propagate_nan: bool) -> Callable[[str, str, str], str]:
+    """MSL for clamp(x, lo, hi): maxnum then minnum (-0 < +0), NaN from any operand when
+    propagating; the symmetric form without propagation follows min.xorsign.abs."""
+    c = float_ctype(em, op)
+    need_support(em)
+    _, lo, hi = op.operands
+    if not propagate_nan and _symmetric(em, lo, hi):
+        return lambda x, lo_, hi_: f"msl_clip_abs<{c}>({x}, {hi_})"
+    plain = "msl_minnum<{c}>(msl_maxnum<{c}>({x}, {lo}), {hi})"
+    if not propagate_nan:
+        return lambda x, lo_, hi_: plain.format(c=c, x=x, lo=lo_, hi=hi_)
+    return lambda x, lo_, hi_: (
+        f"((isnan(float({x})) || isnan(float({lo_})) || isnan(float({hi_}))) ? {c}(NAN) : "
+        + plain.format(c=c, x=x, lo=lo_, hi=hi_) + ")")

@@ -352,7 +352,13 @@ def dot(em: Emitter, op: Op) -> None:
     info = _check(em, op)
     path, plan = choose(em, info)
     if path == "simdgroup":
-        sg.emit(em, info, plan)  # type: ignore[arg-type]
+        from msltrans.lower import ops_dot_resident as resident
+
+        step = resident.resident_step(em, op)  # its K loop keeps the accumulator resident
+        if step is not None:
+            resident.emit_step(em, info, *step)
+        else:
+            sg.emit(em, info, plan)  # type: ignore[arg-type]
     elif path == "registers":
         if {info.a.id, info.b.id} & _folded.get(em, set()):
             em.fail("internal: an operand was folded but the dot takes the register path")

@@ -104,6 +104,21 @@ def is_zero_splat(em: Emitter, v: Value) -> bool:
     return isinstance(value, int | float) and value == 0 and math.copysign(1.0, value) > 0
 
 
+def mma_params(info: DotInfo, p: SimdPlan, *, init: str, steps: bool, store: bool,
+               acc: str = "") -> dict[str, object]:
+    """The simdgroup_mma macro's parameters. init: "fill" | "load" (from `sc`) | "" (none);
+    `acc` names a K loop's resident matrices (then the macro uses slot `s` of it)."""
+    return {
+        "warp": WARP, "num_warps": p.num_warps, "units": p.units,
+        "units_per_batch": p.units_per_batch, "units_n": p.units_n,
+        "unit_rows": 8 * p.tm, "unit_cols": 8 * p.tn, "tm": p.tm, "tn": p.tn,
+        "sa": "sa", "sb": "sb", "sc": "sc", "stage_t": info.in_t,
+        "a_batch": info.m * info.k, "b_batch": info.k * info.n, "c_batch": info.m * info.n,
+        "k": info.k, "n": info.n, "convert": info.in_t != "float",
+        "init": init, "steps": steps, "store": store, "resident": bool(acc), "acc": acc,
+    }
+
+
 def emit(em: Emitter, info: DotInfo, p: SimdPlan) -> None:
     scratch = em.need_scratch(p.total_bytes)
     src_a, src_b = staging_source(em, info.a), staging_source(em, info.b)
@@ -125,14 +140,8 @@ def emit(em: Emitter, info: DotInfo, p: SimdPlan) -> None:
         render(em, "stage", dst=dst, src=src, layout=L.name, regs=L.regs, lane=LANE,
                warp=WARP, conv=conv)
     em.line("threadgroup_barrier(mem_flags::mem_threadgroup);")
-    render(em, "simdgroup_mma", p={
-        "warp": WARP, "num_warps": p.num_warps, "units": p.units,
-        "units_per_batch": p.units_per_batch, "units_n": p.units_n,
-        "unit_rows": 8 * p.tm, "unit_cols": 8 * p.tn, "tm": p.tm, "tn": p.tn,
-        "sa": "sa", "sb": "sb", "sc": "sc", "stage_t": info.in_t,
-        "a_batch": info.m * info.k, "b_batch": info.k * info.n, "c_batch": info.m * info.n,
-        "k": info.k, "n": info.n, "convert": info.in_t != "float", "zero_c": zero_c,
-    })
+    render(em, "simdgroup_mma", p=mma_params(info, p, init="fill" if zero_c else "load",
+                                             steps=True, store=True))
     em.line("threadgroup_barrier(mem_flags::mem_threadgroup);  // all tiles stored")
     render(em, "read_back", d=d, out_t=info.out_t, src="sc", layout=L_o.name, regs=L_o.regs,
            lane=LANE, warp=WARP)

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from msltrans.ir.model import Block, Op, Region, Value
 from msltrans.ir.types import ScalarType
 from msltrans.lower.emitter import REG, Emitter
+from msltrans.lower.ops_dot_resident import enter_loop
 from msltrans.lower.registry import lowers
 
 _TERMINATORS = ("scf.yield", "scf.condition")
@@ -118,8 +119,10 @@ def scf_for(em: Emitter, op: Op) -> None:
     if len(args) != len(inits) or len(op.results) != len(inits):
         em.fail("scf.for with mismatched iter_args / results")
     carried = _results(em, op, "carried")
-    for name, init in zip(carried, inits, strict=True):
-        assign(em, name, init)
+    resident = enter_loop(em, op, carried)  # dot accumulators kept in simdgroup matrices
+    for i, (name, init) in enumerate(zip(carried, inits, strict=True)):
+        if i not in resident.indices:
+            assign(em, name, init)
     it = em.ctype(iv)
     # MLIR scf.for compares signed unless printed `unsigned`; the increment wraps like the
     # LLVM lowering (no nsw), done in unsigned arithmetic because signed overflow is UB in MSL.
@@ -136,6 +139,7 @@ def scf_for(em: Emitter, op: Op) -> None:
     assign_all(em, carried, list(term.operands) if term else [])
     em.indent(-1)
     em.line("}")
+    resident.leave(em)
     _bind_results(em, op, carried)
 
 

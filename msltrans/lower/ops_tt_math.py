@@ -6,6 +6,7 @@ from msltrans.ir.model import Op
 from msltrans.ir.types import PointerType, ScalarType
 from msltrans.lower import msl_types
 from msltrans.lower.emitter import Emitter
+from msltrans.lower.ops_arith_float import clamp_expr
 from msltrans.lower.registry import lowers
 from msltrans.lower.support import need_support
 
@@ -50,12 +51,9 @@ def fp_to_fp(em: Emitter, op: Op) -> None:
 @lowers("tt.clampf")
 def clampf(em: Emitter, op: Op) -> None:
     prop = op.attrs.get("propagateNan")
-    if prop in (0, "none", None):
-        # minnum/maxnum: a NaN x yields the bound, as Triton's NVIDIA lowering does.
-        em.elementwise(op, lambda x, lo, hi: f"fmin(fmax({x}, {lo}), {hi})")
-    elif prop in (0xFFFF, "all"):
-        em.elementwise(op, lambda x, lo, hi: f"(isnan({x}) || isnan({lo}) || isnan({hi})) ? "
-                       f"{em.ctype(op.results[0])}(NAN) : fmin(fmax({x}, {lo}), {hi})")
+    if prop in (0, "none", None, 0xFFFF, "all"):
+        # NVIDIA's rules, incl. the symmetric clamp(x, -b, b) form (ops_arith_float).
+        em.elementwise(op, clamp_expr(em, op, propagate_nan=prop in (0xFFFF, "all")))
     else:
         em.fail(f"clampf propagateNan = {prop!r}")
 

@@ -172,6 +172,13 @@ class Launcher:
                 raise MetalNonRecoverableError(
                     f"argument `{name}` is {ty} for Triton but a {param.get('kind')} buffer "
                     "in the generated MSL")
+            if ty == "*fp64":
+                # The lowering downcast fp64 to fp32 (with a warning), so the MSL reads this
+                # buffer as float: float64 bytes would be misread. Refuse rather than guess.
+                raise MetalNonRecoverableError(
+                    f"argument `{name}` of kernel `{metadata.name}` is a float64 tensor; Apple "
+                    "GPUs have no fp64 and the kernel was compiled with fp64 downcast to fp32",
+                    hint=f"pass {name}.float() and convert the result back")
             if ty.startswith("*"):
                 self.converters.append(_pointer_converter(name, ty, engine.device_type))
                 continue

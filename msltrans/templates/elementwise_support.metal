@@ -87,3 +87,9 @@ inline bfloat msl_i64_to_bf16(long x) {
     bfloat r = msl_u64_to_bf16(x < 0l ? 0ul - ulong(x) : ulong(x));
     return x < 0l ? -r : r;
 }
+// clamp(x, -b, b) as NVIDIA's min.xorsign.abs (which Triton emits on sm90 for that
+// pattern): min(|x|, |b|) with the sign sign(x) ^ sign(b); a NaN x gives |b|, signed by x.
+template <typename T> inline T msl_clip_abs(T x, T b) {
+    float m = float(msl_minnum(T(fabs(float(x))), T(fabs(float(b)))));
+    return T(signbit(float(x)) != signbit(float(b)) ? -fabs(m) : fabs(m));
+}

@@ -9,6 +9,8 @@ Categories:
 - `backend-gated` — the upstream test skips itself for this backend (CUDA/HIP/XPU-only tests,
   tests for the interpreter, compile-only warm-up);
 - `upstream-xfail` — the test's own xfail marker;
+- `test-assumes` — the upstream test needs what a CPU-tensor backend without LLVM cannot give:
+  an `llir`/`ptx` artifact, a CUDA/XPU torch build, pinned memory;
 - `real` — wrong results, crashes, timeouts, other exceptions: a bug of msltrans (or of the
   simulator) until shown otherwise;
 - `other-skip` — any other skip reason.
@@ -33,6 +35,13 @@ GATED_PATTERN = re.compile(
     r"cuda|hip|amd|nvidia|hopper|blackwell|ampere|sm\d|sm_\d|xpu|intel|interpreter|"
     r"compile[- ]only|warmup|ptx|cubin|amdgcn|gfx\d|rocm|mfma|wgmma|tma|not supported on this "
     r"(device|platform|backend)|only (supported|for|on)", re.IGNORECASE)
+ASSUMES_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("asks for an LLVM/PTX artifact", r"Unknown key: '(llir|ptx|amdgcn|cubin|hsaco|spv)'"),
+    ("needs a CUDA/XPU torch build", r"compiled without (XPU|CUDA)|not compiled with (CUDA|XPU)"),
+    ("needs pinned memory (an accelerator)", r"pin_memory=True requires"),
+)
+FRONTEND_REFUSAL = re.compile(r"The supported fp8 dtypes are \(\)|input_precision must be one of "
+                              r"\('ieee',\)")
 WRONG_RESULT = re.compile(r"AssertionError|Mismatch|Not equal|not close|assert ", re.IGNORECASE)
 
 
@@ -43,6 +52,9 @@ class Verdict:
 
 
 def _hardware(text: str) -> str | None:
+    m = re.search(r"num_warps=(\d+) is not supported", text)
+    if m and int(m.group(1)) > 32:
+        return "> 1024 threads"
     for label, pat in HARDWARE_PATTERNS:
         if re.search(pat, text, re.IGNORECASE):
             return label
@@ -64,6 +76,8 @@ def _refusal_key(row: dict[str, Any]) -> str:
 
 def _failure_kind(row: dict[str, Any]) -> str:
     text = row.get("reason", "")
+    if row["outcome"] == "timeout":
+        return "timeout"
     if row["outcome"] == "crash" or "worker" in text and "crashed" in text:
         return "crash"
     if "TestTimeout" in text or "msl-timeout" in text:
@@ -91,4 +105,9 @@ def classify(row: dict[str, Any]) -> Verdict:
         if GATED_PATTERN.search(reason):
             return Verdict("backend-gated", reason[:120])
         return Verdict("other-skip", reason[:120])
+    if FRONTEND_REFUSAL.search(reason):  # rows recorded before the plugin converted these
+        return Verdict("hardware", _hardware(reason) or "front-end refusal")
+    for label, pat in ASSUMES_PATTERNS:
+        if re.search(pat, reason):
+            return Verdict("test-assumes", label)
     return Verdict("real", _failure_kind(row))

@@ -100,6 +100,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=deselected)
 
 
+_hang: Any = None
+
+
+def _hang_file(config: pytest.Config) -> Any:
+    """Per-process file that the hard timeout writes to, so a killed worker reads as a timeout."""
+    global _hang
+    out = os.environ.get("MSLTRANS_CONFORMANCE_OUT")
+    if _hang is None and out:
+        wid = getattr(config, "workerinput", {}).get("workerid", "main")
+        _hang = open(f"{out}.hang.{wid}.{os.getpid()}", "a", encoding="utf-8")  # noqa: SIM115
+    return _hang
+
+
+def hard_timeouts(out: str) -> set[str]:
+    """Test ids whose worker the hard timeout ended (read from the per-process hang files)."""
+    import glob
+
+    ids: set[str] = set()
+    for path in glob.glob(f"{glob.escape(out)}.hang.*"):
+        last = None
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("TEST "):
+                    last = line[5:].rstrip("\n")
+                elif line.startswith("Timeout (") and last:
+                    ids.add(last)
+    return ids
+
+
 def _on_alarm(signum: int, frame: Any) -> None:
     raise TestTimeout("test ran past --msl-timeout")
 
@@ -111,7 +140,13 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
         return (yield)
     old = signal.signal(signal.SIGALRM, _on_alarm)
     signal.setitimer(signal.ITIMER_REAL, limit)
-    faulthandler.dump_traceback_later(limit + HARD_EXIT_GRACE_S, exit=True)
+    hang = _hang_file(item.config)
+    if hang is not None:
+        hang.write(f"TEST {item.nodeid}\n")
+        hang.flush()
+        faulthandler.dump_traceback_later(limit + HARD_EXIT_GRACE_S, exit=True, file=hang)
+    else:
+        faulthandler.dump_traceback_later(limit + HARD_EXIT_GRACE_S, exit=True)
     try:
         return (yield)
     finally:
@@ -238,6 +273,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
                    reason=_failure_text(report))
         if "worker" in str(report.longrepr)[:300] and "crashed" in str(report.longrepr)[:300]:
             row["outcome"] = "crash"
+            if report.nodeid in hard_timeouts(rec.path):
+                row["outcome"] = "timeout"
+                row["reason"] = ("TestTimeout: the worker was ended by the hard timeout "
+                                 "(--msl-timeout + 30 s) in native code")
     elif report.when == "call":
         row.update(outcome="pass")
     else:

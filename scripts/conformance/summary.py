@@ -17,6 +17,7 @@ CATEGORY_TITLES = {
     "backend-gated": "skipped by the upstream test for this backend",
     "upstream-xfail": "upstream's own expected failures",
     "other-skip": "other skips",
+    "test-assumes": "failed on an assumption of the upstream test (LLVM artifact, CUDA/XPU torch)",
     "real": "real failures (wrong results, crashes, timeouts, exceptions)",
 }
 
@@ -103,7 +104,8 @@ def render(res: Results, run: dict[str, Any]) -> str:
     out += ["", "## Per file", ""] + _by_file(res)
     for key, header in (("hardware", "reason"), ("not-lowered", "op (or op: refusal reason)"),
                         ("backend-gated", "upstream skip reason"),
-                        ("upstream-xfail", "reason"), ("other-skip", "reason")):
+                        ("upstream-xfail", "reason"), ("other-skip", "reason"),
+                        ("test-assumes", "assumption")):
         counter = Counter(v.detail for _, v in verdicts if v.category == key)
         if counter:
             out += ["", f"## {CATEGORY_TITLES[key].capitalize()}", ""] + _table(counter, header)

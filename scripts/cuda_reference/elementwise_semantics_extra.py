@@ -56,6 +56,19 @@ def _binary(a_ptr, b_ptr, out_ptr, n, OP: tl.constexpr, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def _clamp3(x_ptr, lo_ptr, hi_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    lo = tl.load(lo_ptr + offs, mask=m)
+    hi = tl.load(hi_ptr + offs, mask=m)
+    tl.store(out_ptr + offs, tl.clamp(x, lo, hi), mask=m)
+    tl.store(out_ptr + n + offs, tl.clamp(x, -2.0, 2.0), mask=m)
+    tl.store(out_ptr + 2 * n + offs, tl.clamp(x, lo, hi, propagate_nan=tl.PropagateNan.ALL),
+             mask=m)
+
+
+@triton.jit
 def _muladd(a_ptr, b_ptr, c_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
@@ -143,6 +156,17 @@ def main(path: str) -> None:
     rec["clamp_float32"] = _run(_binary, [torch.tensor(cx, device=DEV),
                                           torch.tensor(cb, device=DEV)], torch.float32,
                                 OP="clamp").numpy()
+    x3 = np.array([np.nan, -0.0, 0.0, 5.0, -5.0, 0.5, -0.0, 0.0, 3.0, 1.0, np.nan, 0.0],
+                  np.float32)
+    lo3 = np.array([-1.0, -0.0, -0.0, -1.0, -1.0, np.nan, 0.0, 0.0, 4.0, np.nan, 0.0, 0.0],
+                   np.float32)
+    hi3 = np.array([3.0, 0.0, 0.0, 3.0, 3.0, 1.0, 0.0, -0.0, 1.0, np.nan, np.nan, -0.0],
+                   np.float32)
+    rec["clamp3_x"], rec["clamp3_lo"], rec["clamp3_hi"] = x3, lo3, hi3
+    out3 = torch.empty(3 * len(x3), device=DEV)
+    _clamp3[(1,)](*(torch.tensor(v, device=DEV) for v in (x3, lo3, hi3)), out3, len(x3),
+                  BLOCK=128)
+    rec["clamp3_float32"] = out3.cpu().numpy().reshape(3, len(x3))
     rec["meta_triton_version"] = np.array(triton.__version__)
     rec["meta_device"] = np.array(torch.cuda.get_device_name())
     np.savez_compressed(path, **rec)

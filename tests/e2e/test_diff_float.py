@@ -29,6 +29,8 @@ from tests.support.fma import fma_f32
 from tests.support.values import bf16_edge_values, float_edge_values
 
 NPZ = np.load(Path(__file__).resolve().parents[1] / "data" / "cuda" / "elementwise_semantics.npz")
+EXTRA = np.load(Path(__file__).resolve().parents[1] / "data" / "cuda"
+                / "elementwise_semantics_extra.npz")
 OPS = ("add", "sub", "mul", "div", "rem", "neg", "abs", "min", "max", "min_nan", "max_nan",
        "fma")
 BLOCK = 128
@@ -156,6 +158,10 @@ def _inputs(dtype: str, n_random: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
     else:
         r16 = r.astype(dtype)
     parts = [ea, eb, ec]
+    if dtype != "float32":  # NVIDIA's recorded min/max points first
+        mm = [NPZ["minmax_a"], NPZ["minmax_b"], NPZ["minmax_b"]]
+        mm = [bf16_from_f32(v) if dtype == "bfloat16" else v.astype(dtype) for v in mm]
+        parts = [np.concatenate([m, p]) for m, p in zip(mm, parts, strict=True)]
     if dtype == "float32":  # NVIDIA's recorded points first
         parts = [np.concatenate([NPZ["minmax_a"], NPZ["fma_a"], p]) for p in parts]
         parts[1][:8], parts[1][8:8 + 4096] = NPZ["minmax_b"], NPZ["fma_b"]
@@ -191,9 +197,11 @@ def check(dtype: str, n_random: int) -> None:
     got = out.reshape(len(OPS), n)
     for k, op in enumerate(OPS):
         assert_same_bits(got[k], reference(op, a, b, c, dtype), dtype, f"{op} {dtype}")
+    for k, op in ((7, "min"), (8, "max"), (9, "min_nan"), (10, "max_nan")):
+        cuda = NPZ[f"{op}_float32"] if dtype == "float32" else EXTRA[f"{op}_{dtype}"].view(
+            np_dtype(dtype))
+        assert_same_bits(got[k][:8], cuda, dtype, f"cuda {op}")
     if dtype == "float32":
-        for k, op in ((7, "min"), (8, "max"), (9, "min_nan"), (10, "max_nan")):
-            assert_same_bits(got[k][:8], NPZ[f"{op}_float32"], dtype, f"cuda {op}")
         assert_same_bits(got[11][8:8 + 4096], NPZ["fma_float32"], dtype, "cuda fma")
 
 
@@ -209,8 +217,7 @@ def test_float_rem_is_exact_fmod() -> None:
     # NVIDIA computes x - trunc(x / y) * y (one fma), which is far off once the quotient
     # passes 2**24 (1e10 % 3.3 == 323.7 there); msltrans keeps the IR's exact fmod and
     # agrees with NVIDIA's recorded outputs only where the quotient is small.
-    extra = np.load(Path(__file__).resolve().parents[1] / "data" / "cuda"
-                    / "elementwise_semantics_extra.npz")
+    extra = EXTRA
     a, b = extra["frem_a"], extra["frem_b"]
     out = np.zeros(len(a), np.float32)
     sig = {"a_ptr": "*fp32", "b_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}
@@ -219,3 +226,38 @@ def test_float_rem_is_exact_fmod() -> None:
         assert_same_bits(out, np.fmod(a, b), "float32", "fmod")
         small = (np.abs(a / b) < 2**24) | ~np.isfinite(a / b)
     assert_same_bits(out[small], extra["frem_float32"][small], "float32", "cuda, small q")
+
+
+@triton.jit
+def clamp_kernel(x_ptr, lo_ptr, hi_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    lo = tl.load(lo_ptr + offs, mask=m)
+    hi = tl.load(hi_ptr + offs, mask=m)
+    tl.store(out_ptr + offs, tl.clamp(x, lo, hi), mask=m)
+    tl.store(out_ptr + n + offs, tl.clamp(x, -2.0, 2.0), mask=m)
+    tl.store(out_ptr + 2 * n + offs, tl.clamp(x, lo, hi, propagate_nan=tl.PropagateNan.ALL),
+             mask=m)
+    tl.store(out_ptr + 3 * n + offs, tl.clamp(x, -hi, hi), mask=m)
+
+
+def test_clamp_like_cuda() -> None:
+    # General bounds: minnum(maxnum(x, lo), hi); symmetric bounds (-b, b), which NVIDIA
+    # lowers to min.xorsign.abs: a NaN x gives |b|, zeros take sign(x) ^ sign(b).
+    extra = EXTRA
+    x3, lo3, hi3 = extra["clamp3_x"], extra["clamp3_lo"], extra["clamp3_hi"]
+    cx, cb = extra["clamp_x"], extra["clamp_b"]
+    x = np.concatenate([x3, cx])
+    lo = np.concatenate([lo3, -cb])
+    hi = np.concatenate([hi3, cb])
+    n = len(x)
+    out = np.zeros(4 * n, np.float32)
+    sig = {"x_ptr": "*fp32", "lo_ptr": "*fp32", "hi_ptr": "*fp32", "out_ptr": "*fp32",
+           "n": "i32"}
+    launch(compile_typed(clamp_kernel, sig, {"BLOCK": BLOCK}), (1,), x, lo, hi, out, n)
+    got = out.reshape(4, n)
+    k = len(x3)
+    for row in range(3):
+        assert_same_bits(got[row][:k], extra["clamp3_float32"][row], "float32", f"row {row}")
+    assert_same_bits(got[3][k:], extra["clamp_float32"], "float32", "symmetric -b, b")

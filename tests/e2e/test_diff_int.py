@@ -96,8 +96,23 @@ def _inputs(dtype: str, n_random: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
     every = np.arange(n_random)
     parts_a.append(r[0]), parts_b.append(np.where(every % 2 == 0, r[1], small))
     parts_s.append(np.where(every % 3 == 0, r[2], np.abs(small).astype(dtype)))
+    for _, a, b in _extra_tail(dtype):  # more CUDA points, last
+        parts_a.append(a), parts_b.append(b), parts_s.append(np.zeros_like(a))
     return (np.concatenate(parts_a).astype(dtype), np.concatenate(parts_b).astype(dtype),
             np.concatenate(parts_s).astype(dtype))
+
+
+def _extra_tail(dtype: str) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(what, a, b) segments of recorded CUDA points appended after the other inputs."""
+    tail = []
+    if f"abs_{dtype}" in EXTRA:
+        info = np.iinfo(dtype)
+        a = np.array([info.min, -1, 0, info.max], dtype)
+        tail.append(("abs", a, np.ones_like(a)))
+    if f"divzero_{dtype}_a" in EXTRA:
+        a = EXTRA[f"divzero_{dtype}_a"]
+        tail.append(("divzero", a, np.zeros_like(a)))
+    return tail
 
 
 def _run(dtype: str, n_random: int) -> tuple[np.ndarray, ...]:
@@ -136,6 +151,17 @@ def check(dtype: str, n_random: int) -> None:
             assert_same_bits(got[k][:nd], NPZ[f"{op}_{dtype}"], dtype, f"cuda {op}")
         for k, op in ((2, "shl"), (3, "shr")):
             assert_same_bits(got[k][nd:nd + ns], NPZ[f"{op}_{dtype}"], dtype, f"cuda {op}")
+    tail = _extra_tail(dtype)
+    start = len(a) - sum(len(seg) for _, seg, _ in tail)
+    for what, seg, _ in tail:
+        end = start + len(seg)
+        if what == "abs":
+            assert_same_bits(got[7][start:end], EXTRA[f"abs_{dtype}"], dtype, "cuda abs")
+        else:
+            for k, op in ((0, "div"), (1, "rem")):
+                want = EXTRA[f"divzero_{op}_{dtype}"].view(dtype)
+                assert_same_bits(got[k][start:end], want, dtype, f"cuda {op} by 0")
+        start = end
 
 
 @triton.jit

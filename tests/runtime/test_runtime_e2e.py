@@ -128,3 +128,13 @@ def test_scalar_arguments_reach_the_kernel_with_their_types(a, b, flag, alpha, e
     except MetalNonRecoverableError as exc:
         pytest.skip(f"lowering refuses it for now: {exc}")
     assert out.numpy().tobytes() == np.full(32, expect, dtype=np.float32).tobytes()
+
+
+def test_float64_tensor_is_refused_not_misread():
+    """fp64 compiles as fp32 (with a warning); its float64 buffer must not be read as float."""
+    x = torch.arange(16, dtype=torch.float64)
+    out = torch.zeros(16, dtype=torch.float64)
+    with pytest.warns(UserWarning, match="fp64 downcast"), \
+            pytest.raises(MetalNonRecoverableError, match=r"float64 tensor(.|\n)*x_ptr\.float\(\)"):
+        add_kernel[(1,)](x, x, out, 16, BLOCK_SIZE=16)
+    assert torch.equal(out, torch.zeros(16, dtype=torch.float64))
