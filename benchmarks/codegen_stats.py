@@ -5,6 +5,9 @@ the lowering picks and on the forced fallbacks, print:
 
   path        the dot path (simdgroup | registers | scratch), from the lowering's own
               `// msltrans-dot:` stats line
+  acc         simdgroup path: where C comes from each step — resident (a K loop's
+              accumulator kept in simdgroup matrices, ops_dot_resident.py), staged (through
+              scratch every step), zero (filled); "-" for the other paths
   mma/step    simdgroup MMAs one tt.dot executes (all simdgroups; one K step of the loop)
   mma/sg      ... of those, the most one simdgroup executes (the critical path)
   tg bytes    threadgroup memory of the whole kernel (MslProgram.shared_bytes)
@@ -28,7 +31,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' kernels
 
 from msltrans.lower import MslProgram  # noqa: E402
-from tests.e2e.dot_kernels import batched_dot_kernel, chained_dot_kernel  # noqa: E402
+from tests.e2e.dot_kernels import (  # noqa: E402
+    batched_dot_kernel,
+    chained_dot_kernel,
+    k_loop_variant_kernel,
+)
 from tests.e2e.dot_support import compile_with, dot_stats  # noqa: E402
 from tests.e2e.tutorials.tutorial_03_matmul import matmul_kernel  # noqa: E402
 
@@ -90,6 +97,7 @@ def row(name: str, program: MslProgram) -> dict[str, Any]:
     fma = sum(int(s["regs_out"]) * int(s["k"]) for s in stats if s["path"] != "simdgroup")
     return {
         "kernel": name, "path": paths,
+        "acc": "+".join(s.get("c", "-") for s in stats),
         "mma/step": sum(int(s.get("mma", 0)) for s in stats),
         "mma/sg": sum(int(s.get("mma_per_simdgroup", 0)) for s in stats),
         "tg bytes": program.shared_bytes,
@@ -124,6 +132,11 @@ def kernels() -> list[tuple[str, Any]]:
             (f"batched fp32 4x16x16x16 w4 [{path}]",
              lambda p=path: compile_with(batched_dot_kernel, f32, 4, p, B=4, M=16, N=16, K=16)),
         ]
+    variant_sig = dict(f32, aux_ptr="*fp32", K="i32")
+    for mode in ("plain", "scaled"):  # the resident pattern, and acc = dot(a, b, acc) * 2
+        out.append((f"k-loop {mode} fp32 32x32x16 w4 [auto]",
+                    lambda m=mode: compile_with(k_loop_variant_kernel, variant_sig, 4, M=32,
+                                                N=32, BK=16, MODE=m)))
     return out
 
 

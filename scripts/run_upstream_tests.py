@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import platform
 import shlex
@@ -53,6 +54,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="where the per-test rows go")
     p.add_argument("--out", type=Path, default=None, help="markdown summary (docs/conformance.md)")
     p.add_argument("--baseline", type=Path, default=None, help="baseline JSON to (re)write")
+    p.add_argument("--append", action="store_true",
+                   help="add this run as a further section of --out (and merge the baseline)")
+    p.add_argument("--title", default="Run", help="the section title of this run in --out")
     p.add_argument("--summary-only", action="store_true", help="re-summarise --raw, run nothing")
     p.add_argument("--notes", default="", help="free text recorded in the summary")
     p.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
@@ -151,16 +155,22 @@ def main(argv: list[str] | None = None) -> int:
         rc = subprocess.run(cmd, cwd=unit, env=environment(args)).returncode
         wall = time.monotonic() - t0
     res = summary.load(args.raw)
-    info = run_info(args, argv, wall)
-    text = summary.render(res, info)
+    info_path = args.raw.with_suffix(".run.json")
+    if args.summary_only and info_path.exists():  # what the recorded run was, not this call
+        info = json.loads(info_path.read_text(encoding="utf-8"))
+    else:
+        info = run_info(args, argv, wall)
+        info_path.write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
     if args.out:
+        existing = args.out.read_text(encoding="utf-8") if args.append and args.out.exists() \
+            else None
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text, encoding="utf-8")
+        args.out.write_text(summary.document(res, info, args.title, existing), encoding="utf-8")
         print(f"wrote {args.out}")
     else:
-        print(text)
+        print(summary.render(res, info))
     if args.baseline:
-        summary.write_baseline(res, args.baseline, info)
+        summary.write_baseline(res, args.baseline, info, merge=args.append)
         print(f"wrote {args.baseline} ({len(res.passing())} passing ids)")
     # pytest's 1 (some tests failed) is a normal result here; 2+ means the run itself broke.
     return 0 if rc in (0, 1, 5) else rc

@@ -115,7 +115,8 @@ def mma_params(info: DotInfo, p: SimdPlan, *, init: str, steps: bool, store: boo
         "sa": "sa", "sb": "sb", "sc": "sc", "stage_t": info.in_t,
         "a_batch": info.m * info.k, "b_batch": info.k * info.n, "c_batch": info.m * info.n,
         "k": info.k, "n": info.n, "convert": info.in_t != "float",
-        "init": init, "steps": steps, "store": store, "resident": bool(acc), "acc": acc,
+        "init": init, "steps": steps, "store": store, "resident": bool(acc),
+        "acc": f"{acc}[s]" if acc else "acc",
     }
 
 

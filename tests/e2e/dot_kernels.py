@@ -120,3 +120,55 @@ def attention_like_kernel(q_ptr, k_ptr, v_ptr, out_ptr, n_kv, scale, M: tl.const
         p = tl.dot(q, tl.trans(k)) * scale
         acc = tl.dot(p.to(v.dtype), v, acc)
     tl.store(out_ptr + rm[:, None] * D + rd[None, :], acc)
+
+
+@triton.jit
+def k_loop_variant_kernel(a_ptr, b_ptr, c_ptr, out_ptr, aux_ptr, K, M: tl.constexpr,
+                          N: tl.constexpr, BK: tl.constexpr, MODE: tl.constexpr):
+    """A K loop over row-major A [M, K] and B [K, N] (K a multiple of BK, 0 allowed) in the
+    variants the resident-accumulator pattern must take or leave (ops_dot_resident.py):
+    "plain" acc = dot(a, b, acc) from zeros; "init" the same from C loaded from c_ptr;
+    "scaled" acc = dot(a, b, acc) * 2; "read" total += acc before each dot (aux = total);
+    "f16acc" an fp16 accumulator (out_dtype=float16, rounded at the end of every dot)."""
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    rk = tl.arange(0, BK)
+    if MODE == "init":
+        acc = tl.load(c_ptr + rm[:, None] * N + rn[None, :])
+    elif MODE == "f16acc":
+        acc = tl.zeros((M, N), dtype=tl.float16)
+    else:
+        acc = tl.zeros((M, N), dtype=tl.float32)
+    total = tl.zeros((M, N), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k0 + rk)[None, :])
+        b = tl.load(b_ptr + (k0 + rk)[:, None] * N + rn[None, :])
+        if MODE == "scaled":
+            acc = tl.dot(a, b, acc) * 2.0
+        elif MODE == "read":
+            total += acc
+            acc = tl.dot(a, b, acc)
+        elif MODE == "f16acc":
+            acc = tl.dot(a, b, acc, out_dtype=tl.float16)
+        else:
+            acc = tl.dot(a, b, acc)
+    tl.store(out_ptr + rm[:, None] * N + rn[None, :], acc)
+    if MODE == "read":
+        tl.store(aux_ptr + rm[:, None] * N + rn[None, :], total)
+
+
+@triton.jit
+def batched_k_loop_kernel(a_ptr, b_ptr, out_ptr, K, B: tl.constexpr, M: tl.constexpr,
+                          N: tl.constexpr, BK: tl.constexpr):
+    """out[b] = a[b] @ b[b] through a K loop of 3-D tl.dots (row-major [B, M, K] x [B, K, N])."""
+    rb = tl.arange(0, B)[:, None, None]
+    rm = tl.arange(0, M)[None, :, None]
+    rn = tl.arange(0, N)[None, None, :]
+    rka = tl.arange(0, BK)[None, None, :]
+    rkb = tl.arange(0, BK)[None, :, None]
+    acc = tl.zeros((B, M, N), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        a = tl.load(a_ptr + rb * M * K + rm * K + k0 + rka)
+        b = tl.load(b_ptr + rb * K * N + (k0 + rkb) * N + rn)
+        acc = tl.dot(a, b, acc)
+    tl.store(out_ptr + rb * M * N + rm * N + rn, acc)

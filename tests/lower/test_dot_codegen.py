@@ -8,8 +8,9 @@ import pytest
 from benchmarks.codegen_stats import _tutorial, k_step_text, row
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.layout import LinearLayout, decode_layout
+from msltrans.lower import MslProgram
 from msltrans.lower.ops_dot import force_path, register_plan
-from tests.e2e.dot_kernels import dot_acc_kernel, dot_strided_kernel
+from tests.e2e.dot_kernels import dot_acc_kernel, dot_strided_kernel, k_loop_variant_kernel
 from tests.e2e.dot_support import compile_with, dot_stats
 from tests.support.run_kernel import check_msl_compiles
 
@@ -23,13 +24,17 @@ def test_tutorial_fp16_k_step_structure() -> None:
     r = row("t03", program)
     # 64x64 outputs in 8x8 tiles x 4 k-steps; one 4x4 block of tiles per simdgroup.
     assert (r["mma/step"], r["mma/sg"]) == (256, 64)
-    # The #dot_op conversions fold into the dot's staging: one barrier before staging,
-    # one after, one after the tiles are stored — nothing else in the K loop.
-    assert r["bar/step"] == 3
+    # The #dot_op conversions fold into the dot's staging and the accumulator stays in
+    # simdgroup matrices: one barrier before staging A and B, one after — nothing else in
+    # the K loop (no C staging, no tile store, no D read-back).
+    assert stats["c"] == "resident" and r["bar/step"] == 2
     step = k_step_text(program.source)
     assert step.count("folded into the tt.dot") == 2
     assert step.count("simdgroup_multiply_accumulate") == 1  # one site, inside MSL loops
-    assert program.shared_bytes <= 32768
+    assert "sc[" not in step and "simdgroup_store" not in step
+    assert "simdgroup_load(acc" not in step and "make_filled" not in step
+    # A and B only in the loop (8 KB); C's 16 KB once, after it.
+    assert program.shared_bytes == 16384
     check_msl_compiles(program.source)
 
 
@@ -81,8 +86,70 @@ def test_zero_accumulator_is_filled_not_staged() -> None:
     program = compile_with(dot_strided_kernel, sig, 4, M=16, N=16, K=16, OUT_F16=False)
     assert dot_stats(program)[0]["c"] == "zero"
     assert "make_filled_simdgroup_matrix<float, 8, 8>(0.0f)" in program.source
-    # The K loop's carried accumulator is staged.
-    assert dot_stats(_tutorial("*fp16", (32, 32, 16), 4, "auto"))[0]["c"] == "staged"
+    # The K loop's carried accumulator stays in simdgroup matrices (filled before the loop).
+    program = _tutorial("*fp16", (32, 32, 16), 4, "auto")
+    assert dot_stats(program)[0]["c"] == "resident"
+    before_loop = program.source[:program.source.index(k_step_text(program.source))]
+    assert "make_filled_simdgroup_matrix<float, 8, 8>(0.0f)" in before_loop
+
+
+VARIANT_SIG = {"a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp32", "out_ptr": "*fp32",
+               "aux_ptr": "*fp32", "K": "i32"}
+
+
+def _variant(mode: str, sig: dict[str, str] = VARIANT_SIG, path: str = "auto") -> MslProgram:
+    return compile_with(k_loop_variant_kernel, sig, 4, path, M=32, N=32, BK=16, MODE=mode)
+
+
+@pytest.mark.parametrize("mode", ["plain", "init"])
+def test_resident_accumulator_k_step(mode: str) -> None:
+    program = _variant(mode)
+    (stats,) = dot_stats(program)
+    assert (stats["c"], stats["barriers"]) == ("resident", "2")
+    step = k_step_text(program.source)
+    assert row(mode, program)["bar/step"] == 2
+    assert "sc[" not in step and "simdgroup_store" not in step
+    # The initial C is staged once before the loop (not at all for the zero splat).
+    prologue = program.source[:program.source.index(step)]
+    assert ("sc[" in prologue) == (mode == "init")
+    check_msl_compiles(program.source)
+
+
+@pytest.mark.parametrize("mode", ["scaled", "read"])
+def test_accumulator_with_another_use_is_not_resident(mode: str) -> None:
+    # `acc = dot(a, b, acc) * 2` (the result feeds a mulf, not the yield) and `total += acc`
+    # (the iter arg has a second use): the per-dot path, C staged every K step.
+    program = _variant(mode)
+    (stats,) = dot_stats(program)
+    assert (stats["c"], stats["barriers"]) == ("staged", "3")
+    assert row(mode, program)["bar/step"] == 3
+    assert "acc_tiles" not in program.source
+
+
+def test_fp16_accumulator_and_fallback_paths_are_not_resident() -> None:
+    f16 = dict(VARIANT_SIG, a_ptr="*fp16", b_ptr="*fp16", out_ptr="*fp16")
+    assert dot_stats(_variant("f16acc", f16))[0]["c"] == "staged"
+    for path in ("registers", "scratch"):
+        assert "acc_tiles" not in _variant("plain", path=path).source
+
+
+def test_resident_decision_inspects_the_ir() -> None:
+    from msltrans.ir import read_module, to_ttgir
+    from msltrans.lower.emitter import Emitter
+    from msltrans.lower.ops_dot_resident import resident_accumulators
+
+    def loops(mode: str) -> list[list[int]]:
+        fn = read_module(to_ttgir(k_loop_variant_kernel, VARIANT_SIG, dict(
+            M=32, N=32, BK=16, MODE=mode), 4)).function()
+        em = Emitter()
+        for block in fn.body.blocks:
+            em.analyse(block)
+        fors = [op for op in fn.body.blocks[0].ops if op.name == "scf.for"]
+        return [[r.index for r in resident_accumulators(em, op)] for op in fors]
+
+    (plain,) = loops("plain")
+    assert len(plain) == 1
+    assert loops("scaled") == [[]] and loops("read") == [[]]
 
 
 def test_force_path_rejects_unknown_names() -> None:
