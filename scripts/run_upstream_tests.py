@@ -158,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     info_path = args.raw.with_suffix(".run.json")
     if args.summary_only and info_path.exists():  # what the recorded run was, not this call
         info = json.loads(info_path.read_text(encoding="utf-8"))
+        if args.notes:
+            info["notes"] = args.notes
     else:
         info = run_info(args, argv, wall)
         info_path.write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")

@@ -30,6 +30,12 @@ INERT_FIELDS = (
 _num_stages_warned = False
 
 
+class NumWarpsError(MetalNonRecoverableError, AssertionError):
+    """A refusal that is also the `AssertionError` Triton's own backends raise for a bad
+    `num_warps` ("num_warps must be a power of 2"), so code and tests written against them
+    see the error type they expect."""
+
+
 def _warn_num_stages(num_stages: int) -> None:
     # Software pipelining (cp.async / TMA stages) has no Metal equivalent; say so once per
     # process rather than once per autotune config.
@@ -97,9 +103,13 @@ class MetalOptions:
 
     def _validate(self) -> None:
         nw = self.num_warps
-        if not isinstance(nw, int) or nw < 1 or nw > 32 or nw & (nw - 1):
+        if not isinstance(nw, int) or nw < 1 or nw & (nw - 1):
+            raise NumWarpsError(f"num_warps={nw!r} is not supported: num_warps must be a "
+                                "power of 2", hint="use a power of two from 1 to 32")
+        if nw > 32:
             raise MetalNonRecoverableError(
-                f"num_warps={nw!r} is not supported", hint="use a power of two from 1 to 32")
+                f"num_warps={nw} gives {nw * self.warp_size} threads per threadgroup, "
+                f"Metal allows {MAX_THREADS_PER_GROUP}", hint="use a power of two from 1 to 32")
         if nw * self.warp_size > MAX_THREADS_PER_GROUP:
             raise MetalNonRecoverableError(
                 f"num_warps={nw} gives {nw * self.warp_size} threads per threadgroup, "

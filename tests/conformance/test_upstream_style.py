@@ -14,6 +14,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra import libdevice
 
 SIZE = 128
 
@@ -148,3 +149,18 @@ def test_cast_style(src: str, dst: str) -> None:
     _cast[(1,)](torch.from_numpy(x), z, N=SIZE)
     ref = torch.from_numpy(x).to(getattr(torch, dst))  # same rounding/truncation as Triton
     assert torch.equal(z, ref)
+
+
+@triton.jit
+def _libdevice(X, Z, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(X + offs)
+    tl.store(Z + offs, libdevice.exp(x) + libdevice.erf(x))
+
+
+def test_libdevice_through_module_map() -> None:
+    x = np.linspace(-2, 2, SIZE, dtype="float32")
+    z = torch.empty(SIZE, dtype=torch.float32, device=_device())
+    _libdevice[(1,)](torch.from_numpy(x), z, N=SIZE)
+    xt = torch.from_numpy(x)
+    torch.testing.assert_close(z, torch.exp(xt) + torch.erf(xt), rtol=1e-5, atol=1e-6)
