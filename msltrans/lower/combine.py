@@ -9,10 +9,12 @@ region's ops declare never clash; values captured from outside the region stay v
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from msltrans.ir.model import Block, Op
-from msltrans.lower.emitter import Emitter
+from msltrans.ir.model import Block, Op, Value
+from msltrans.lower.axis_plan import AxisPlan, plan_axis
+from msltrans.lower.emitter import LANE, Emitter
 from msltrans.lower.templates import environment
 
 _BYTES = {"bool": 1, "char": 1, "short": 2, "int": 4, "long": 8, "half": 2, "bfloat": 2,
@@ -130,3 +132,32 @@ def batch_size(ctypes: tuple[str, ...], slots_per_group: int, groups: int) -> in
 
 def barrier(em: Emitter) -> None:
     em.line("threadgroup_barrier(mem_flags::mem_threadgroup);")
+
+
+def plan_of(em: Emitter, op: Op, axis: int, same_layout: Iterable[Value], mismatch: str,
+            verb: str) -> AxisPlan:
+    """The axis plan of operand 0's layout; every value in `same_layout` must share it
+    (`mismatch` is the refusal otherwise, `verb` names the op in the #blocked hint)."""
+    ll = em.layout(op.operands[0]).ll
+    for v in same_layout:
+        if em.layout(v).ll != ll:
+            em.fail(mismatch)
+    plan = plan_axis(ll, axis)
+    if isinstance(plan, str):
+        em.fail(plan, f"{verb} a #blocked tensor (or convert_layout to one first)")
+    return plan
+
+
+def publish(em: Emitter, bufs: list[str], values: list[str], slot: str, g: str, g0: int,
+            count: int, lane_mask: int, what: str) -> None:
+    """Between two barriers, one lane per `lane_mask` class writes `values[..][g]` for the
+    register groups g0 .. g0+count-1 to `bufs[..][slot]` (`slot` is in terms of `g`)."""
+    barrier(em)  # earlier users of the scratch are done
+    guard = f"({LANE} & {lane_mask}u) == 0u" if lane_mask else "true"
+    em.line(f"if ({guard}) {{  // one writer per {what}")
+    em.line(f"    for (uint {g} = {g0}u; {g} < {g0 + count}u; ++{g}) {{")
+    for buf, value in zip(bufs, values, strict=True):
+        em.line(f"        {buf}[{slot}] = {value}[{g}];")
+    em.line("    }")
+    em.line("}")
+    barrier(em)

@@ -76,21 +76,18 @@ def _amount_too_big(c: str, b: str) -> str:
     return f"{_amount(c, b)} >= {BITS[c]}u"
 
 
-@lowers("arith.shli")
-def shli(em: Emitter, op: Op) -> None:
-    c = int_ctype(em, op)
-    u = msl_types.unsigned(c)
-    # In the unsigned twin: left shifts of negative values are undefined in C++.
-    em.elementwise(op, lambda a, b: (
-        f"({_amount_too_big(c, b)} ? {c}(0) : {c}({u}({a}) << {_amount(c, b)}))"))
+def _logical_shift(symbol: str):  # noqa: ANN202
+    def lower(em: Emitter, op: Op) -> None:
+        c = int_ctype(em, op)
+        u = msl_types.unsigned(c)
+        # In the unsigned twin: left shifts of negative values are undefined in C++.
+        em.elementwise(op, lambda a, b: (
+            f"({_amount_too_big(c, b)} ? {c}(0) : {c}({u}({a}) {symbol} {_amount(c, b)}))"))
+    return lower
 
 
-@lowers("arith.shrui")
-def shrui(em: Emitter, op: Op) -> None:
-    c = int_ctype(em, op)
-    u = msl_types.unsigned(c)
-    em.elementwise(op, lambda a, b: (
-        f"({_amount_too_big(c, b)} ? {c}(0) : {c}({u}({a}) >> {_amount(c, b)}))"))
+lowers("arith.shli")(_logical_shift("<<"))
+lowers("arith.shrui")(_logical_shift(">>"))
 
 
 @lowers("arith.shrsi")

@@ -32,6 +32,7 @@ import re
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir.model import Op, Value
@@ -87,7 +88,8 @@ class DotInfo:
         return v.type.shape
 
 
-def macros() -> object:
+def macros() -> Any:
+    """The dot macros (dot.metal.j2) as callables (a Jinja template module)."""
     return environment().get_template("dot.metal.j2").module
 
 
@@ -165,15 +167,17 @@ def register_plan(out: LinearLayout, a: LinearLayout, b: LinearLayout,
         for r in range(ll.num_regs):
             t.setdefault(ll.coord(r, 0, 0), r)
         tables.append(t)
-    a_index, b_index = [], []
+    a_index: list[list[int]] = []
+    b_index: list[list[int]] = []
     for r in range(out.num_regs):
         co = out.coord(r, 0, 0)
-        row = [tables[0].get(co[:-1] + (kk,)) for kk in range(k)]
-        col = [tables[1].get(co[:-2] + (kk, co[-1])) for kk in range(k)]
-        if None in row or None in col:
+        try:
+            row = [tables[0][co[:-1] + (kk,)] for kk in range(k)]
+            col = [tables[1][co[:-2] + (kk, co[-1])] for kk in range(k)]
+        except KeyError:  # this thread does not hold some a[i, k] / b[k, j]
             return None
-        a_index.append(row)  # type: ignore[arg-type]
-        b_index.append(col)  # type: ignore[arg-type]
+        a_index.append(row)
+        b_index.append(col)
     return RegisterPlan(a_index, b_index)
 
 

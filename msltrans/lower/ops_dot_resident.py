@@ -120,13 +120,7 @@ class ResidentLoop:
         """After the loop: matrices -> scratch once -> the loop result's registers."""
         for r, mats, carried in self.members:
             em.line(f"// resident accumulator {mats} -> {carried} (loop result)")
-            em.line("{")
-            em.indent(1)
-            scratch = em.need_scratch(r.c_bytes)
-            render(em, "scratch_region", ctype="float", name="sc", scratch=scratch,
-                   byte_offset=0)
-            em.line("threadgroup_barrier(mem_flags::mem_threadgroup);  // earlier scratch "
-                    "readers done")
+            _open_scratch(em, r)
             render(em, "simdgroup_mma", p=mma_params(r.info, r.plan, init="", steps=False,
                                                      store=True, acc=mats))
             em.line("threadgroup_barrier(mem_flags::mem_threadgroup);  // all tiles stored")
@@ -136,6 +130,17 @@ class ResidentLoop:
             em.indent(-1)
             em.line("}")
             _active(em).pop(r.info.out.id, None)
+
+
+def _open_scratch(em: Emitter, r: Resident) -> None:
+    """Open a scope holding the accumulator's float scratch `sc`, once earlier readers of
+    the scratch are done (the caller closes it)."""
+    em.line("{")
+    em.indent(1)
+    scratch = em.need_scratch(r.c_bytes)
+    render(em, "scratch_region", ctype="float", name="sc", scratch=scratch, byte_offset=0)
+    em.line("threadgroup_barrier(mem_flags::mem_threadgroup);  // earlier scratch "
+            "readers done")
 
 
 _steps: weakref.WeakKeyDictionary[Emitter, dict[int, tuple[Resident, str, str]]] = \
@@ -158,13 +163,7 @@ def enter_loop(em: Emitter, loop: Op, carried: list[str]) -> ResidentLoop:
             render(em, "simdgroup_mma", p=mma_params(r.info, p, init="fill", steps=False,
                                                      store=False, acc=mats))
         else:
-            em.line("{")
-            em.indent(1)
-            scratch = em.need_scratch(r.c_bytes)
-            render(em, "scratch_region", ctype="float", name="sc", scratch=scratch,
-                   byte_offset=0)
-            em.line("threadgroup_barrier(mem_flags::mem_threadgroup);  // earlier scratch "
-                    "readers done")
+            _open_scratch(em, r)
             L_c = em.layout(r.init)
             render(em, "stage", dst="sc", src=em.name(r.init), layout=L_c.name, regs=L_c.regs,
                    lane=LANE, warp=WARP, conv="float")

@@ -16,31 +16,20 @@ from __future__ import annotations
 from msltrans.ir.model import Op
 from msltrans.ir.types import TensorType
 from msltrans.layout import LinearLayout
-from msltrans.lower.axis_plan import AxisPlan, pext_expr, plan_axis, thread_bits
+from msltrans.lower.axis_plan import AxisPlan, pext_expr, thread_bits
 from msltrans.lower.combine import (
     Combine,
-    barrier,
     batch_size,
     combine_of,
     emit_combine,
+    plan_of,
+    publish,
     register_table,
     scratch_arrays,
     shuffle_xor,
 )
 from msltrans.lower.emitter import LANE, WARP, Emitter
 from msltrans.lower.registry import lowers
-
-
-def _plan(em: Emitter, op: Op, axis: int) -> AxisPlan:
-    src = op.operands[0]
-    ll = em.layout(src).ll
-    for v in op.operands[1:]:
-        if em.layout(v).ll != ll:
-            em.fail("tt.reduce operands in different layouts")
-    plan = plan_axis(ll, axis)
-    if isinstance(plan, str):
-        em.fail(plan, "reduce a #blocked tensor (or convert_layout to one first)")
-    return plan
 
 
 def _in_thread(em: Emitter, comb: Combine, plan: AxisPlan, srcs: list[str],
@@ -115,15 +104,7 @@ def _across_warps(em: Emitter, comb: Combine, plan: AxisPlan, accs: list[str],
 
         def slot(kk: str, g: str = g, b: int = b, g0: int = g0) -> str:
             return f"({kk} * {q_count}u + {q}) * {b}u + ({g} - {g0}u)"
-        barrier(em)  # earlier users of the scratch are done
-        guard = f"({LANE} & {lane_axis}u) == 0u" if lane_axis else "true"
-        em.line(f"if ({guard}) {{  // one writer per simdgroup partial")
-        em.line(f"    for (uint {g} = {g0}u; {g} < {g0 + b}u; ++{g}) {{")
-        for buf, acc in zip(bufs, accs, strict=True):
-            em.line(f"        {buf}[{slot(k)}] = {acc}[{g}];")
-        em.line("    }")
-        em.line("}")
-        barrier(em)
+        publish(em, bufs, accs, slot(k), g, g0, b, lane_axis, "simdgroup partial")
         em.line(f"for (uint {g} = {g0}u; {g} < {g0 + b}u; ++{g}) {{")
         em.indent(1)
         for buf, acc in zip(bufs, accs, strict=True):
@@ -190,7 +171,8 @@ def reduce(em: Emitter, op: Op) -> None:
     if not isinstance(axis, int):
         em.fail(f"reduce axis {axis!r}")
     comb = combine_of(em, op)
-    plan = _plan(em, op, axis)
+    plan = plan_of(em, op, axis, op.operands[1:], "tt.reduce operands in different layouts",
+                   "reduce")
     groups = 1 << len(plan.other_regs)
     srcs = [em.name(v) for v in op.operands]
     accs = []

@@ -15,13 +15,14 @@ Work per element is O(1) plus O(log lanes + warps) per chunk: no quadratic fold.
 from __future__ import annotations
 
 from msltrans.ir.model import Op
-from msltrans.lower.axis_plan import AxisBit, AxisPlan, pext_expr, plan_axis, spread, thread_bits
+from msltrans.lower.axis_plan import AxisBit, AxisPlan, pext_expr, spread, thread_bits
 from msltrans.lower.combine import (
     Combine,
-    barrier,
     batch_size,
     combine_of,
     emit_combine,
+    plan_of,
+    publish,
     register_table,
     scratch_arrays,
     shuffle_xor,
@@ -165,15 +166,7 @@ class _Scan:
 
             def at(p: str) -> str:
                 return slot(f"({k_count - 1}u - {p})" if self.reverse else p)
-            barrier(em)  # earlier users of the scratch are done
-            guard = f"({LANE} & {self.done_lanes}u) == 0u" if self.done_lanes else "true"
-            em.line(f"if ({guard}) {{  // one writer per total")
-            em.line(f"    for (uint {c} = {c0}u; {c} < {c0 + b}u; ++{c}) {{")
-            for buf, tot in zip(bufs, self.tot, strict=True):
-                em.line(f"        {buf}[{slot(k)}] = {tot}[{c}];")
-            em.line("    }")
-            em.line("}")
-            barrier(em)
+            publish(em, bufs, self.tot, slot(k), c, c0, b, self.done_lanes, "total")
             self.loop(c, c0 + b, c0)
             run, before = [], []
             for buf, ct in zip(bufs, comb.ctypes, strict=True):
@@ -230,11 +223,6 @@ def scan(em: Emitter, op: Op) -> None:
     if not isinstance(axis, int):
         em.fail(f"scan axis {axis!r}")
     comb = combine_of(em, op)
-    ll = em.layout(op.operands[0]).ll
-    for v in list(op.operands[1:]) + list(op.results):
-        if em.layout(v).ll != ll:
-            em.fail("tt.scan operands/results in different layouts")
-    plan = plan_axis(ll, axis)
-    if isinstance(plan, str):
-        em.fail(plan, "scan a #blocked tensor (or convert_layout to one first)")
+    plan = plan_of(em, op, axis, list(op.operands[1:]) + list(op.results),
+                   "tt.scan operands/results in different layouts", "scan")
     _Scan(em, op, comb, plan, bool(op.attrs.get("reverse", False))).run()

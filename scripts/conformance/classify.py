@@ -102,7 +102,8 @@ def classify(row: dict[str, Any]) -> Verdict:
         if reason.startswith("refused:"):
             hw = _hardware(reason)
             return Verdict("hardware", hw) if hw else Verdict("not-lowered", _refusal_key(row))
-        return Verdict("upstream-xfail", reason[:120])
+        hw = _hardware(reason)  # e.g. "insufficient shared memory", "num_ctas > 1"
+        return Verdict("hardware", hw) if hw else Verdict("upstream-xfail", reason[:120])
     if outcome == "skip":
         hw = _hardware(reason)
         if hw:

@@ -100,7 +100,8 @@ def render(res: Results, run: dict[str, Any]) -> str:
     out = ["# Run", ""]
     for key in ("command", "date", "machine", "upstream", "wall_time", "selection", "notes"):
         if key in run:
-            out.append(f"- **{key.replace('_', ' ')}**: {run[key]}")
+            label = "date (run finished)" if key == "date" else key.replace("_", " ")
+            out.append(f"- **{label}**: {run[key]}")
     shims = sorted({s for m in res.meta for s in m.get("shims", [])})
     if shims:
         out.append(f"- **shims** (names the upstream tree imports that Triton "

@@ -58,6 +58,10 @@ def _binary_kernel(a_ptr, b_ptr, out_ptr, n, OP: tl.constexpr, BLOCK: tl.constex
         r = tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
     elif OP == "max_nan":
         r = tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+    elif OP == "abs":  # elementwise_semantics_extra.py's ops: unary abs of `a`, clamp to ±b
+        r = tl.abs(a)
+    elif OP == "clamp":
+        r = tl.clamp(a, -b, b)
     else:
         r = a + b
     tl.store(out_ptr + offs, r, mask=m)
@@ -83,8 +87,10 @@ TL = {"int8": tl.int8, "int16": tl.int16, "int32": tl.int32, "int64": tl.int64, 
 
 
 def _run(kernel, inputs, out_dtype, **kw):
+    """Launch an elementwise kernel over inputs[0]'s length; out_dtype: a name or torch dtype."""
     n = inputs[0].numel()
-    out = torch.empty(n, dtype=TORCH[out_dtype], device=DEV)
+    dtype = TORCH[out_dtype] if isinstance(out_dtype, str) else out_dtype
+    out = torch.empty(n, dtype=dtype, device=DEV)
     kernel[(triton.cdiv(n, 128),)](*inputs, out, n, BLOCK=128, **kw)
     torch.cuda.synchronize()
     return out.cpu()
@@ -119,6 +125,11 @@ def float_specials() -> np.ndarray:
          2.0**31, -(2.0**31), -(2.0**31) - 256, 2.0**32, 2.0**32 - 256, 2.0**63, -(2.0**63),
          2.0**64, 1e30, -1e30, np.inf, -np.inf, np.nan, -np.nan, 3.4e38, 1e-45, -1e-45, 1.1e-38]
     return np.array(v, dtype=np.float32)
+
+
+# min/max operands: NaN on either side and both, signed zeros both ways round
+MINMAX_A = np.array([0.0, -0.0, np.nan, 1.0, np.nan, -np.inf, 2.0, -0.0], dtype=np.float32)
+MINMAX_B = np.array([-0.0, 0.0, 1.0, np.nan, np.nan, np.inf, np.nan, -0.0], dtype=np.float32)
 
 
 def main(path: str) -> None:
@@ -165,8 +176,7 @@ def main(path: str) -> None:
             ta, tb = _to_dev(a_np, dt), _to_dev(b_np, dt)
             for op in (("div", "rem") if kind == "divrem" else ("shl", "shr")):
                 rec[f"{op}_{dt}"] = _np(_run(_binary_kernel, [ta, tb], dt, OP=op))
-    fa = np.array([0.0, -0.0, np.nan, 1.0, np.nan, -np.inf, 2.0, -0.0], dtype=np.float32)
-    fb = np.array([-0.0, 0.0, 1.0, np.nan, np.nan, np.inf, np.nan, -0.0], dtype=np.float32)
+    fa, fb = MINMAX_A, MINMAX_B
     rec["minmax_a"], rec["minmax_b"] = fa, fb
     for op in ("min", "max", "min_nan", "max_nan"):
         rec[f"{op}_float32"] = _np(_run(_binary_kernel, [torch.tensor(fa, device=DEV),

@@ -8,51 +8,24 @@ amounts that are negative or >= 2**32, whether bf16/f16 a*b+c is fused, abs(INT_
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import numpy as np
 import torch
 import triton
 import triton.language as tl
 
-DEV = "cuda"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from elementwise_semantics import (  # noqa: E402
+    DEV,
+    MINMAX_A,
+    MINMAX_B,
+    _binary_kernel,
+    _cast_kernel,
+    _run,
+)
 
-
-@triton.jit
-def _to_bf16(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m).to(tl.bfloat16), mask=m)
-
-
-@triton.jit
-def _binary(a_ptr, b_ptr, out_ptr, n, OP: tl.constexpr, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    a = tl.load(a_ptr + offs, mask=m)
-    b = tl.load(b_ptr + offs, mask=m)
-    if OP == "rem":
-        r = a % b
-    elif OP == "div":
-        r = a // b
-    elif OP == "abs":
-        r = tl.abs(a)
-    elif OP == "min":
-        r = tl.minimum(a, b)
-    elif OP == "max":
-        r = tl.maximum(a, b)
-    elif OP == "min_nan":
-        r = tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
-    elif OP == "max_nan":
-        r = tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
-    elif OP == "clamp":
-        r = tl.clamp(a, -b, b)
-    elif OP == "shl":
-        r = a << b
-    elif OP == "shr":
-        r = a >> b
-    else:
-        r = a
-    tl.store(out_ptr + offs, r, mask=m)
+_binary = _binary_kernel  # rem, div, abs, min/max (±NaN), clamp to ±b, shl, shr
 
 
 @triton.jit
@@ -78,14 +51,6 @@ def _muladd(a_ptr, b_ptr, c_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, a * b + c, mask=m)
 
 
-def _run(kernel, ins, out_dtype, **kw):
-    n = ins[0].numel()
-    out = torch.empty(n, dtype=out_dtype, device=DEV)
-    kernel[(triton.cdiv(n, 128),)](*ins, out, n, BLOCK=128, **kw)
-    torch.cuda.synchronize()
-    return out.cpu()
-
-
 def main(path: str) -> None:
     rec: dict[str, np.ndarray] = {}
     for dt, tdt in (("int32", torch.int32), ("int64", torch.int64), ("uint32", torch.uint32),
@@ -99,7 +64,8 @@ def main(path: str) -> None:
         raw = np.array([v % 2**bits for v in vals], dtype=f"uint{bits}")
         rec[f"tobf16_{dt}_in"] = raw
         x = torch.from_numpy(raw.view(f"int{bits}")).to(DEV).view(tdt)
-        rec[f"tobf16_{dt}"] = _run(_to_bf16, [x], torch.bfloat16).view(torch.int16).numpy()
+        bf = _run(_cast_kernel, [x], torch.bfloat16, DST=tl.bfloat16)
+        rec[f"tobf16_{dt}"] = bf.view(torch.int16).numpy()
     a = np.array([1e10, -1e10, 3.4e38, 1e30, 123456789.0, 7.5, -7.5, 5.0, 1.0, np.inf, 2.0],
                  np.float32)
     b = np.array([3.3, 3.3, 1.1, 7.0, 0.1, 2.0, 2.0, np.inf, 0.0, 2.0, -0.0], np.float32)
@@ -144,10 +110,8 @@ def main(path: str) -> None:
             out = _run(_binary, [a_t, z], tdt, OP=op)
             rec[f"divzero_{op}_{dt}"] = out.view({8: torch.int8, 16: torch.int16, 32: torch.int32,
                                                   64: torch.int64}[bits]).numpy()
-    fa = np.array([0.0, -0.0, np.nan, 1.0, np.nan, -np.inf, 2.0, -0.0], dtype=np.float32)
-    fb = np.array([-0.0, 0.0, 1.0, np.nan, np.nan, np.inf, np.nan, -0.0], dtype=np.float32)
     for name, tdt in (("float16", torch.float16), ("bfloat16", torch.bfloat16)):
-        ta, tb = (torch.tensor(v, device=DEV).to(tdt) for v in (fa, fb))
+        ta, tb = (torch.tensor(v, device=DEV).to(tdt) for v in (MINMAX_A, MINMAX_B))
         for op in ("min", "max", "min_nan", "max_nan"):
             rec[f"{op}_{name}"] = _run(_binary, [ta, tb], tdt, OP=op).view(torch.int16).numpy()
     cx = np.array([np.nan, -0.0, 0.0, 5.0, -5.0, 0.5, -0.0, 0.0, 3.0], np.float32)

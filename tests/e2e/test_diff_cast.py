@@ -7,7 +7,6 @@ References: tests/data/cuda/elementwise_semantics.npz where recorded, models oth
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,14 +19,14 @@ from tests.support.diff import (
     assert_same_bits,
     bf16_from_f32,
     compile_typed,
+    cuda_reference,
     launch,
     np_dtype,
 )
 from tests.support.values import float_edge_values, int_edge_values
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "cuda"
-NPZ = np.load(DATA / "elementwise_semantics.npz")
-EXTRA = np.load(DATA / "elementwise_semantics_extra.npz")
+NPZ = cuda_reference("elementwise_semantics")
+EXTRA = cuda_reference("elementwise_semantics_extra")
 INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 BLOCK = 128
 

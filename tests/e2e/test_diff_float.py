@@ -7,7 +7,6 @@ NVIDIA's recorded min/max/fma outputs (tests/data/cuda/elementwise_semantics.npz
 from __future__ import annotations
 
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,16 +20,17 @@ from tests.support.diff import (
     assert_same_bits,
     bf16_from_f32,
     compile_typed,
+    cuda_reference,
     f32_from_bf16,
+    f32_round_to_odd,
     launch,
     np_dtype,
 )
 from tests.support.fma import fma_f32
 from tests.support.values import bf16_edge_values, float_edge_values
 
-NPZ = np.load(Path(__file__).resolve().parents[1] / "data" / "cuda" / "elementwise_semantics.npz")
-EXTRA = np.load(Path(__file__).resolve().parents[1] / "data" / "cuda"
-                / "elementwise_semantics_extra.npz")
+NPZ = cuda_reference("elementwise_semantics")
+EXTRA = cuda_reference("elementwise_semantics_extra")
 OPS = ("add", "sub", "mul", "div", "rem", "neg", "abs", "min", "max", "min_nan", "max_nan",
        "fma")
 BLOCK = 128
@@ -111,17 +111,8 @@ def _fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, dtype: str) -> np.ndarray:
             out[i] = -0.0 if exact == 0 and plain[i] == 0 and np.signbit(plain[i]) else \
                 _round_to_odd_f64(exact)  # round-to-odd at 53 bits, then one rounding
     if dtype == "bfloat16":
-        return bf16_from_f32(_odd_f32(out))
+        return bf16_from_f32(f32_round_to_odd(out))
     return out.astype(dtype)
-
-
-def _odd_f32(x64: np.ndarray) -> np.ndarray:
-    """float64 → float32 rounding to odd (so the later f32 → bf16 rounding is correct)."""
-    f = x64.astype(np.float32)
-    inexact = (f.astype(np.float64) != x64) & np.isfinite(x64)
-    even = (f.view(np.uint32) & 1) == 0
-    toward = np.where(x64 > f, np.float32(np.inf), np.float32(-np.inf))
-    return np.where(inexact & even, np.nextafter(f, toward), f)
 
 
 def reference(op: str, a: np.ndarray, b: np.ndarray, c: np.ndarray, dtype: str) -> np.ndarray:

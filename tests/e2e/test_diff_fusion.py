@@ -7,27 +7,25 @@ Checked bit for bit on f32, f16 and bf16, and against NVIDIA's recorded f16/bf16
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 import triton
 import triton.language as tl
 
-from tests.e2e.test_diff_float import _odd_f32
 from tests.support.diff import (
     TRITON_PTR,
+    as_float,
     assert_same_bits,
     bf16_from_f32,
     compile_typed,
-    f32_from_bf16,
+    cuda_reference,
+    f32_round_to_odd,
     launch,
     np_dtype,
 )
 from tests.support.fma import fma_f32
 
-EXTRA = np.load(Path(__file__).resolve().parents[1] / "data" / "cuda"
-                / "elementwise_semantics_extra.npz")
+EXTRA = cuda_reference("elementwise_semantics_extra")
 
 BLOCK = 128
 
@@ -52,19 +50,15 @@ def _exact_fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     return a.astype(np.float64) * b + c
 
 
-def _values(dtype: str, x: np.ndarray) -> np.ndarray:
-    return f32_from_bf16(x) if dtype == "bfloat16" else x
-
-
 def _store(dtype: str, x64: np.ndarray) -> np.ndarray:
     """float64 → dtype storage with one rounding."""
     if dtype == "bfloat16":
-        return bf16_from_f32(_odd_f32(np.asarray(x64, np.float64)))
+        return bf16_from_f32(f32_round_to_odd(np.asarray(x64, np.float64)))
     return np.asarray(x64).astype(dtype)
 
 
 def _rounded(dtype: str, x: np.ndarray) -> np.ndarray:
-    return _values(dtype, _store(dtype, x)).astype(np.float64)
+    return as_float(_store(dtype, x), dtype)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
@@ -74,13 +68,13 @@ def test_fp_fusion_follows_the_option(dtype: str, fusion: bool) -> None:
     n = 1000
     a64, b64 = rng.uniform(-4, 4, n), rng.uniform(-4, 4, n)
     a, b = _store(dtype, a64), _store(dtype, b64)
-    av, bv = (_values(dtype, v).astype(np.float64) for v in (a, b))
+    av, bv = (as_float(v, dtype) for v in (a, b))
     c = _store(dtype, -(av * bv) * (1 + rng.uniform(-1e-3, 1e-3, n)))
     # a*b + c = 1 + 3*2**-11 - 2**-31 (f16; 2**-7 steps for bf16): just below a midpoint,
     # but exactly on it once rounded to f32, so fmaf-then-round would round the wrong way.
     u = 2.0**-10 if dtype == "float16" else 2.0**-7
     a[0], b[0], c[0] = _store(dtype, np.array([2.0**-5 * (1 + u), 2.0**-6 * (1 - u), 1 + u]))
-    av, bv, cv = (_values(dtype, v).astype(np.float64) for v in (a, b, c))
+    av, bv, cv = (as_float(v, dtype) for v in (a, b, c))
     out = np.zeros(5 * n, np_dtype(dtype))
     ptr = TRITON_PTR[dtype]
     sig = {"a_ptr": ptr, "b_ptr": ptr, "c_ptr": ptr, "out_ptr": ptr, "n": "i32"}

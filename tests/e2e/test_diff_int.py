@@ -8,19 +8,16 @@ inputs, every pair of edge values and seeded random values; n is not a multiple 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 import triton
 import triton.language as tl
 
-from tests.support.diff import TRITON_PTR, assert_same_bits, compile_typed, launch
+from tests.support.diff import TRITON_PTR, assert_same_bits, compile_typed, cuda_reference, launch
 from tests.support.values import edge_values
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "cuda"
-NPZ = np.load(DATA / "elementwise_semantics.npz")
-EXTRA = np.load(DATA / "elementwise_semantics_extra.npz")  # scripts/cuda_reference/*_extra.py
+NPZ = cuda_reference("elementwise_semantics")
+EXTRA = cuda_reference("elementwise_semantics_extra")  # scripts/cuda_reference/*_extra.py
 DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 OPS = ("div", "rem", "shl", "shr", "min", "max", "neg", "abs")
 BLOCK = 256

@@ -14,7 +14,7 @@ import pytest
 import triton
 import triton.language as tl
 
-from tests.support.diff import assert_same_bits, compile_typed, launch
+from tests.support.diff import assert_same_bits, compile_typed, launch, ulp_error
 
 # Max |got - exact| in units of the last place of the float32 result, as measured on the
 # simulator over 10**6 inputs (the slow sweep below; 0.5 is correct rounding). rsqrt is
@@ -68,12 +68,6 @@ def _inputs(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
-def _ulp_error(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
-    ref32 = ref.astype(np.float32)
-    ulp = np.spacing(np.abs(ref32)).astype(np.float64)
-    return np.abs(got.astype(np.float64) - ref) / ulp
-
-
 def _run(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     x, y = _inputs(n, seed)
     total = len(x)
@@ -101,7 +95,7 @@ def check(x: np.ndarray, y: np.ndarray, got: np.ndarray) -> dict[str, float]:
             ref32 = ref.astype(np.float32)
             special = ~np.isfinite(ref32) | (ref32 == 0) | ~np.isfinite(x)
             assert_same_bits(got[k][special], ref32[special], "float32", f"{op} specials")
-            err = _ulp_error(got[k][~special], ref[~special])
+            err = ulp_error(got[k][~special], ref[~special])
             worst[op] = float(err.max())
             bad = np.flatnonzero(err > ULP_BOUND[op])
             assert not bad.size, (f"{op}: {worst[op]:.2f} ulp at x = "

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.support.diff import assert_same_bits
+from tests.support.diff import assert_same_bits, ulp_error
 from tests.support.run_kernel import compile_ttgir, dispatch
 from tests.support.ttgir_gen import elementwise_kernel_1d, write
 from tests.support.values import float_edge_values, int_edge_values
@@ -62,15 +62,11 @@ def _floats(seed: int, scale: float = 3.0) -> np.ndarray:
     return np.concatenate([edges, r])
 
 
-def _ulp(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
-    return np.abs(got.astype(np.float64) - ref) / np.spacing(np.abs(ref.astype(np.float32)))
-
-
 def _check_ulp(op: str, got: np.ndarray, ref: np.ndarray, bound: float) -> None:
     ref32 = ref.astype(np.float32)
     special = ~np.isfinite(ref32) | (ref32 == 0)
     assert_same_bits(got[special], ref32[special], "float32", f"{op} specials")
-    err = _ulp(got[~special], ref[~special])
+    err = ulp_error(got[~special], ref[~special])
     assert err.max() <= bound, f"{op}: {err.max():.3f} ulp > {bound}"
 
 

@@ -12,6 +12,7 @@ import pytest
 import triton
 import triton.language as tl
 
+from tests.support.combine import bit_and, bit_or, max_nan, min_nan, mul
 from tests.support.reduce_ref import (
     assert_float_same,
     assert_sum_close,
@@ -20,31 +21,6 @@ from tests.support.reduce_ref import (
 )
 from tests.support.run_kernel import run_kernel
 from tests.support.values import mixed_values
-
-
-@triton.jit
-def _mul(a, b):
-    return a * b
-
-
-@triton.jit
-def _and(a, b):
-    return a & b
-
-
-@triton.jit
-def _or(a, b):
-    return a | b
-
-
-@triton.jit
-def _max_nan(a, b):
-    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
-
-
-@triton.jit
-def _min_nan(a, b):
-    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
 
 
 @triton.jit
@@ -69,9 +45,9 @@ def int_reductions(x_ptr, sum_ptr, max_ptr, min_ptr, prod_ptr, and_ptr, or_ptr, 
     _store(sum_ptr, tl.sum(x, axis=AXIS), m, n, M, N, AXIS)
     _store(max_ptr, tl.max(x, axis=AXIS), m, n, M, N, AXIS)
     _store(min_ptr, tl.min(x, axis=AXIS), m, n, M, N, AXIS)
-    _store(prod_ptr, tl.reduce(x, AXIS, _mul), m, n, M, N, AXIS)
-    _store(and_ptr, tl.reduce(x, AXIS, _and), m, n, M, N, AXIS)
-    _store(or_ptr, tl.reduce(x, AXIS, _or), m, n, M, N, AXIS)
+    _store(prod_ptr, tl.reduce(x, AXIS, mul), m, n, M, N, AXIS)
+    _store(and_ptr, tl.reduce(x, AXIS, bit_and), m, n, M, N, AXIS)
+    _store(or_ptr, tl.reduce(x, AXIS, bit_or), m, n, M, N, AXIS)
     _store(xor_ptr, tl.xor_sum(x, axis=AXIS), m, n, M, N, AXIS)
 
 
@@ -86,8 +62,8 @@ def float_reductions(x_ptr, y_ptr, sum_ptr, max_ptr, min_ptr, maxn_ptr, minn_ptr
     _store(sum_ptr, tl.sum(y, axis=AXIS), m, n, M, N, AXIS)
     _store(max_ptr, tl.max(x, axis=AXIS), m, n, M, N, AXIS)
     _store(min_ptr, tl.min(x, axis=AXIS), m, n, M, N, AXIS)
-    _store(maxn_ptr, tl.reduce(x, AXIS, _max_nan), m, n, M, N, AXIS)
-    _store(minn_ptr, tl.reduce(x, AXIS, _min_nan), m, n, M, N, AXIS)
+    _store(maxn_ptr, tl.reduce(x, AXIS, max_nan), m, n, M, N, AXIS)
+    _store(minn_ptr, tl.reduce(x, AXIS, min_nan), m, n, M, N, AXIS)
 
 
 @triton.jit

@@ -7,18 +7,9 @@ import torch
 import triton
 import triton.language as tl
 
+from tests.support.combine import bit_and, bit_or
 from tests.support.reduce_ref import assert_float_same
 from tests.support.run_kernel import run_kernel
-
-
-@triton.jit
-def _or(a, b):
-    return a | b
-
-
-@triton.jit
-def _and(a, b):
-    return a & b
 
 
 @triton.jit
@@ -70,8 +61,8 @@ def test_bf16_reduce_and_scan() -> None:
 def bool_kernel(x_ptr, any_ptr, all_ptr, M: tl.constexpr, N: tl.constexpr):
     offs = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
     b = tl.load(x_ptr + offs) > 0
-    tl.store(any_ptr + tl.arange(0, N), tl.reduce(b, 0, _or).to(tl.int32))
-    tl.store(all_ptr + tl.arange(0, M), tl.reduce(b, 1, _and).to(tl.int32))
+    tl.store(any_ptr + tl.arange(0, N), tl.reduce(b, 0, bit_or).to(tl.int32))
+    tl.store(all_ptr + tl.arange(0, M), tl.reduce(b, 1, bit_and).to(tl.int32))
 
 
 def test_bool_reduce() -> None:

@@ -8,16 +8,12 @@ import pytest
 import triton
 import triton.language as tl
 
+from tests.support.combine import max_nan, mul
 from tests.support.reduce_ref import assert_float_same, assert_sum_close, int_scan
 from tests.support.run_kernel import run_kernel
 from tests.support.values import mixed_values
 
 SLOW = pytest.mark.slow
-
-
-@triton.jit
-def _mul(a, b):
-    return a * b
 
 
 @triton.jit
@@ -27,8 +23,8 @@ def scan_2d(x_ptr, s_ptr, sr_ptr, p_ptr, pr_ptr, M: tl.constexpr, N: tl.constexp
     x = tl.load(x_ptr + offs)
     tl.store(s_ptr + offs, tl.cumsum(x, axis=AXIS))
     tl.store(sr_ptr + offs, tl.cumsum(x, axis=AXIS, reverse=True))
-    tl.store(p_ptr + offs, tl.associative_scan(x, AXIS, _mul))
-    tl.store(pr_ptr + offs, tl.associative_scan(x, AXIS, _mul, reverse=True))
+    tl.store(p_ptr + offs, tl.associative_scan(x, AXIS, mul))
+    tl.store(pr_ptr + offs, tl.associative_scan(x, AXIS, mul, reverse=True))
 
 
 def _run_2d(dtype: str, axis: int, M: int, N: int, num_warps: int) -> None:
@@ -108,11 +104,6 @@ def _affine(a1, b1, a2, b2):
 
 
 @triton.jit
-def _max_nan(a, b):
-    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
-
-
-@triton.jit
 def user_scan(a_ptr, b_ptr, f_ptr, oa_ptr, ob_ptr, of_ptr, M: tl.constexpr, N: tl.constexpr,
               AXIS: tl.constexpr, REV: tl.constexpr):
     offs = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
@@ -121,7 +112,7 @@ def user_scan(a_ptr, b_ptr, f_ptr, oa_ptr, ob_ptr, of_ptr, M: tl.constexpr, N: t
     ra, rb = tl.associative_scan((a, b), AXIS, _affine, reverse=REV)
     tl.store(oa_ptr + offs, ra)
     tl.store(ob_ptr + offs, rb)
-    tl.store(of_ptr + offs, tl.associative_scan(tl.load(f_ptr + offs), AXIS, _max_nan,
+    tl.store(of_ptr + offs, tl.associative_scan(tl.load(f_ptr + offs), AXIS, max_nan,
                                                 reverse=REV))
 
 

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from msltrans.errors import MetalNonRecoverableError
+from tests.support.combine import bit_and, bit_or, maximum, mul
 from tests.support.reduce_ref import (
     assert_float_same,
     assert_sum_close,
@@ -27,26 +28,6 @@ from tests.support.reduce_ref import (
 )
 from tests.support.run_kernel import run_kernel
 from tests.support.values import mixed_values
-
-
-@triton.jit
-def _mul(a, b):
-    return a * b
-
-
-@triton.jit
-def _max(a, b):
-    return tl.maximum(a, b)
-
-
-@triton.jit
-def _and(a, b):
-    return a & b
-
-
-@triton.jit
-def _or(a, b):
-    return a | b
 
 
 @triton.jit
@@ -61,9 +42,9 @@ def fuzz_kernel(x_ptr, out_ptr, m, n, M: tl.constexpr, N: tl.constexpr, AXIS: tl
         if OP == "sum":
             r = tl.cumsum(x, AXIS, reverse=REV)
         elif OP == "prod":
-            r = tl.associative_scan(x, AXIS, _mul, reverse=REV)
+            r = tl.associative_scan(x, AXIS, mul, reverse=REV)
         else:
-            r = tl.associative_scan(x, AXIS, _max, reverse=REV)
+            r = tl.associative_scan(x, AXIS, maximum, reverse=REV)
         tl.store(out_ptr + offs, r, mask=mask)
     else:
         if OP == "sum":
@@ -73,11 +54,11 @@ def fuzz_kernel(x_ptr, out_ptr, m, n, M: tl.constexpr, N: tl.constexpr, AXIS: tl
         elif OP == "min":
             r = tl.min(x, axis=AXIS)
         elif OP == "prod":
-            r = tl.reduce(x, AXIS, _mul)
+            r = tl.reduce(x, AXIS, mul)
         elif OP == "and":
-            r = tl.reduce(x, AXIS, _and)
+            r = tl.reduce(x, AXIS, bit_and)
         elif OP == "or":
-            r = tl.reduce(x, AXIS, _or)
+            r = tl.reduce(x, AXIS, bit_or)
         elif OP == "xor":
             r = tl.xor_sum(x, axis=AXIS)
         elif OP == "argmax":

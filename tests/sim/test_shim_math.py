@@ -2,15 +2,11 @@
 
 # ruff: noqa: E501 -- embedded MSL sources keep their own line structure
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from shim_harness import compile_shader  # noqa: E402
-from shim_ref import ulp_diff_f32  # noqa: E402
+from tests.support.shim import compile_shader
+from tests.support.shim_ref import ulp_diff_f32
 
 # name -> (MSL expression of x (and y), numpy float64 reference, max ulp)
 UNARY = {
@@ -178,7 +174,7 @@ def test_binary(lib, i, name):
 
 
 def test_ternary(lib):
-    from shim_ref import fma_f32
+    from tests.support.shim_ref import fma_f32
 
     x = _inputs()
     y, z = np.roll(x, 5), np.roll(x, 11)
@@ -327,7 +323,7 @@ kernel void v(device const float4* x [[buffer(0)]], device float4* o [[buffer(1)
     b[4 * t + 2] = as_type<ushort>(r.z); b[4 * t + 3] = as_type<ushort>(r.w);
 }
 """)
-    from shim_ref import to_bf16
+    from tests.support.shim_ref import to_bf16
 
     x = np.random.default_rng(9).standard_normal((16, 4)).astype(np.float32)
     o = np.zeros((48, 4), np.float32)

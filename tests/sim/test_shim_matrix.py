@@ -2,15 +2,11 @@
 
 # ruff: noqa: E501 -- embedded MSL sources keep their own line structure
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from shim_harness import compile_shader  # noqa: E402
-from shim_ref import fma_f32, to_bf16  # noqa: E402
+from tests.support.shim import compile_shader
+from tests.support.shim_ref import fma_f32, to_bf16
 
 HEADER = "#include <metal_stdlib>\n#include <metal_simdgroup_matrix>\nusing namespace metal;\n"
 

@@ -2,35 +2,17 @@
 
 # ruff: noqa: E501 -- embedded MSL sources keep their own line structure
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from shim_harness import CompileError, _real_compile_shader, clang_compile  # noqa: E402
-
-HEADER = "#include <metal_stdlib>\nusing namespace metal;\n"
-
-
-def _compile(source: str) -> None:
-    """Compile through the real API when it exists (its CompileError carries clang's text)."""
-    real = _real_compile_shader()
-    if real is None:
-        clang_compile(source, syntax_only=True)
-        return
-    import msltrans.sim as sim
-
-    try:
-        real(source)
-    except sim.CompileError as e:
-        raise CompileError(str(e)) from e
+import msltrans.sim as sim
+from tests.support.shim import HEADER
 
 
 def _error(body: str) -> str:
-    with pytest.raises(CompileError) as e:
-        _compile(HEADER + body)
-    return e.value.stderr
+    """The text of the CompileError the simulator raises (clang's diagnostics included)."""
+    with pytest.raises(sim.CompileError) as e:
+        sim.compile_shader(HEADER + body)
+    return str(e.value)
 
 
 def test_double_is_rejected():
@@ -74,7 +56,7 @@ def test_as_type_size_mismatch():
 
 
 def test_ulong_min_max_accepted():
-    _compile(
+    sim.compile_shader(
         HEADER + "kernel void k(device atomic_ulong* a [[buffer(0)]]) {"
         " atomic_fetch_max_explicit(a, 1ul, memory_order_relaxed); }"
     )

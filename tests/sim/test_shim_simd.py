@@ -2,15 +2,9 @@
 
 # ruff: noqa: E501 -- embedded MSL sources keep their own line structure
 
-import sys
-from pathlib import Path
-
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).parent))
-from shim_harness import compile_shader  # noqa: E402
-
-HEADER = "#include <metal_stdlib>\nusing namespace metal;\n"
+from tests.support.shim import HEADER, compile_shader
 
 
 def lane_order_sum(v):

@@ -4,14 +4,11 @@ wheel) and a kernel from ATen's SortRadix.h, compiled unmodified."""
 # ruff: noqa: E501 -- embedded MSL sources keep their own line structure
 
 import os
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from shim_harness import compile_shader  # noqa: E402
+from tests.support.shim import compile_shader
 
 torch = pytest.importorskip("torch")
 TORCH_INCLUDE = os.path.join(os.path.dirname(torch.__file__), "include")

@@ -7,6 +7,7 @@ bf16 data travels as its raw 16-bit patterns in uint16 arrays.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,12 @@ TRITON_PTR = {
     "bfloat16": "*bf16", "float32": "*fp32",
 }
 STORAGE = {"bfloat16": np.uint16}  # numpy dtype that carries a Triton dtype's bits
+CUDA_DATA = Path(__file__).resolve().parents[1] / "data" / "cuda"
+
+
+def cuda_reference(name: str) -> Any:
+    """tests/data/cuda/<name>.npz: what scripts/cuda_reference/<name>.py recorded on NVIDIA."""
+    return np.load(CUDA_DATA / f"{name}.npz")
 
 
 def np_dtype(dtype: str) -> np.dtype:
@@ -49,11 +56,25 @@ def f32_from_bf16(bits: np.ndarray) -> np.ndarray:
     return (bits.astype(np.uint32) << 16).view(np.float32)
 
 
+def f32_round_to_odd(x64: np.ndarray) -> np.ndarray:
+    """float64 → float32 rounding to odd (so the later f32 → bf16 rounding is correct)."""
+    f = x64.astype(np.float32)
+    inexact = (f.astype(np.float64) != x64) & np.isfinite(x64)
+    even = (f.view(np.uint32) & 1) == 0
+    toward = np.where(x64 > f, np.float32(np.inf), np.float32(-np.inf))
+    return np.where(inexact & even, np.nextafter(f, toward), f)
+
+
 def as_float(x: np.ndarray, dtype: str) -> np.ndarray:
     """The values of a float array (bf16 bits decoded) as float64."""
     if dtype == "bfloat16":
         return f32_from_bf16(x).astype(np.float64)
     return x.astype(np.float64)
+
+
+def ulp_error(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """|got - ref| in float32 ulps of the (float64) reference."""
+    return np.abs(got.astype(np.float64) - ref) / np.spacing(np.abs(ref.astype(np.float32)))
 
 
 def assert_same_bits(got: np.ndarray, want: np.ndarray, dtype: str, what: str = "") -> None:

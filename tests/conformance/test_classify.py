@@ -1,0 +1,43 @@
+"""The conformance classifier (scripts/conformance/classify.py) on recorded-row shapes; no
+upstream tree needed."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "conformance"))
+
+from classify import classify  # noqa: E402
+
+REFUSED = "refused: MetalNonRecoverableError: "
+
+
+@pytest.mark.parametrize("row,category,detail", [
+    ({"outcome": "pass"}, "pass", "pass"),
+    ({"outcome": "xfail", "reason": REFUSED + "at t.py:1: fp64 is not available on Apple GPUs"},
+     "hardware", "no fp64"),
+    ({"outcome": "xfail", "reason": REFUSED + "cannot lower `tt.atomic_rmw`: 64-bit atomic on i64",
+      "refusal": {"op": "tt.atomic_rmw", "reason": "64-bit atomic on i64"}},
+     "hardware", "no 64-bit atomics"),
+    ({"outcome": "xfail", "reason": REFUSED + "num_warps=64 is not supported"},
+     "hardware", "> 1024 threads"),
+    ({"outcome": "xfail", "reason": REFUSED + "cannot lower `tt.gather` at t.py:3: no Metal "
+      "lowering for this op", "refusal": {"op": "tt.gather",
+                                          "reason": "no Metal lowering for this op"}},
+     "not-lowered", "tt.gather"),
+    ({"outcome": "fail", "reason": "CompilationError: type fp8e5 not supported in this "
+      "architecture. The supported fp8 dtypes are ()"}, "hardware", "no fp8/mxfp unit"),
+    ({"outcome": "skip", "reason": "Only for cuda"}, "backend-gated", "Only for cuda"),
+    ({"outcome": "fail", "reason": "KeyError: \"Unknown key: 'llir'\""}, "test-assumes",
+     "asks for an LLVM/PTX artifact"),
+    ({"outcome": "fail", "reason": "AssertionError: Tensor-likes are not equal!"}, "real",
+     "wrong result"),
+    ({"outcome": "timeout", "reason": "TestTimeout"}, "real", "timeout"),
+    ({"outcome": "crash", "reason": "worker 'gw0' crashed while running 'x'"}, "real", "crash"),
+])
+def test_classify(row: dict, category: str, detail: str) -> None:
+    v = classify(row)
+    assert (v.category, v.detail) == (category, detail)
