@@ -17,7 +17,8 @@ from msltrans.ir.types import _split_top
 
 _TRITON_LIB = "/triton/language/"  # tl.sum & co. are inlined from here
 _ALIAS_RE = re.compile(r"^(#loc\d*) = (loc\(.*\))\s*$")
-_OP_RE = re.compile(r'^\s*(?:(?:%[\w#:]+(?:, )?)+ = )?([a-z_][\w]*\.[\w.]+|"[\w.]+")')
+# SSA names: letters, digits and `$._-` (MLIR prints constants as `%c-7_i32`), `#n`, `:n`.
+_OP_RE = re.compile(r'^\s*(?:(?:%[\w$.#:-]+(?:, )?)+ = )?([a-z_][\w]*\.[\w.]+|"[\w.]+")')
 _TRAIL_LOC_RE = re.compile(r"\s*loc\((#loc\d*|.*?)\)\s*(\{)?\s*$")
 
 

@@ -40,10 +40,14 @@ class ScalarType:
 @dataclass(frozen=True)
 class PointerType:
     pointee: ScalarType | TensorType
-    address_space: int = 1
+    address_space: int | str = 1
 
     def __str__(self) -> str:
-        return f"!tt.ptr<{self.pointee}>"
+        if self.address_space == 1:
+            return f"!tt.ptr<{self.pointee}>"
+        space = self.address_space
+        spelled = str(space) if isinstance(space, int) else '"' + space + '"'
+        return f"!tt.ptr<{self.pointee}, {spelled}>"
 
 
 @dataclass(frozen=True)
@@ -101,7 +105,11 @@ def parse_type(text: str) -> Type:
         return ScalarType(text)
     if text.startswith("!tt.ptr<") and text.endswith(">"):
         inner = _split_top(text[len("!tt.ptr<"):-1])
-        space = int(inner[1]) if len(inner) > 1 else 1
+        # Numbered spaces print as ints; Triton 3.9 names some: `tl.const` pointers are
+        # `!tt.ptr<f32, "constant">`.
+        space: int | str = 1
+        if len(inner) > 1:
+            space = int(inner[1]) if inner[1].isdigit() else inner[1].strip('"')
         pointee = parse_type(inner[0])
         if not isinstance(pointee, ScalarType | TensorType):
             return OtherType(text)

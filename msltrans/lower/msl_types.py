@@ -24,7 +24,10 @@ _ARG_CASTS = {
     "f16": "fp16", "bf16": "bf16", "f32": "float", "f64": "float",
 }
 DEFAULT_WIDTH_CASTS = frozenset({"int64", "float"})  # what torch sends without a cast
-_ADDRESS_SPACES = {1: "device"}
+# Triton's global memory is space 1. `tl.const` pointers are in Triton's "constant" space:
+# read-only global memory (the front end rejects stores through them). Metal's `constant`
+# space has a size cap a tensor may exceed, so they stay `device` pointers.
+_ADDRESS_SPACES: dict[int | str, str] = {1: "device", "constant": "device"}
 
 
 def _fp64(where: str | None) -> str:
