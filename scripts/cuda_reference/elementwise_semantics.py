@@ -132,6 +132,14 @@ MINMAX_A = np.array([0.0, -0.0, np.nan, 1.0, np.nan, -np.inf, 2.0, -0.0], dtype=
 MINMAX_B = np.array([-0.0, 0.0, 1.0, np.nan, np.nan, np.inf, np.nan, -0.0], dtype=np.float32)
 
 
+def save(path: str, rec: dict[str, np.ndarray]) -> None:
+    """Write the record with the Triton version and device it was measured with."""
+    rec["meta_triton_version"] = np.array(triton.__version__)
+    rec["meta_device"] = np.array(torch.cuda.get_device_name())
+    np.savez_compressed(path, **rec)
+    print(f"wrote {len(rec)} arrays to {path}")
+
+
 def main(path: str) -> None:
     rec: dict[str, np.ndarray] = {}
     xf = float_specials()
@@ -190,10 +198,7 @@ def main(path: str) -> None:
     out = torch.empty(4096, device=DEV)
     _fma_kernel[(32,)](*ins, out, 4096, BLOCK=128)
     rec["fma_float32"] = out.cpu().numpy()
-    rec["meta_triton_version"] = np.array(triton.__version__)
-    rec["meta_device"] = np.array(torch.cuda.get_device_name())
-    np.savez_compressed(path, **rec)
-    print(f"wrote {len(rec)} arrays to {path}")
+    save(path, rec)
 
 
 if __name__ == "__main__":

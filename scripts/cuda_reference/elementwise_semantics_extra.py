@@ -23,6 +23,7 @@ from elementwise_semantics import (  # noqa: E402
     _binary_kernel,
     _cast_kernel,
     _run,
+    save,
 )
 
 _binary = _binary_kernel  # rem, div, abs, min/max (±NaN), clamp to ±b, shl, shr
@@ -131,10 +132,7 @@ def main(path: str) -> None:
     _clamp3[(1,)](*(torch.tensor(v, device=DEV) for v in (x3, lo3, hi3)), out3, len(x3),
                   BLOCK=128)
     rec["clamp3_float32"] = out3.cpu().numpy().reshape(3, len(x3))
-    rec["meta_triton_version"] = np.array(triton.__version__)
-    rec["meta_device"] = np.array(torch.cuda.get_device_name())
-    np.savez_compressed(path, **rec)
-    print(f"wrote {len(rec)} arrays to {path}")
+    save(path, rec)
 
 
 if __name__ == "__main__":
