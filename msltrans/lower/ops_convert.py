@@ -11,18 +11,18 @@ from msltrans.lower.registry import lowers
 
 SCRATCH_WHOLE_LIMIT = 32768
 SCRATCH_CHUNK_BYTES = 16384
-_BYTES = {"bool": 1, "char": 1, "short": 2, "int": 4, "long": 8, "half": 2, "bfloat": 2,
-          "float": 4}
+_BYTES = {"bool": 1, "char": 1, "short": 2, "int": 4, "long": 8, "ulong": 8, "half": 2,
+          "bfloat": 2, "float": 4}
 
 
 def convert_through_scratch(em: Emitter, src: Value, out: Value) -> None:
     """out gets src's elements by row-major flat index (so reshape can use it too)."""
     assert isinstance(src.type, TensorType)
     c = em.ctype(src)
-    if c.endswith("*"):
-        em.fail("layout conversion of a tensor of pointers",
-                "convert the offsets before tt.addptr")
-    numel, size = src.type.numel, _BYTES[c]
+    # Pointers are 64-bit addresses: they travel through the scratch as ulong and are
+    # cast back to their MSL pointer type on the way out.
+    stype, wcast, rcast = ("ulong", "(ulong)", f"({c})") if c.endswith("*") else (c, "", "")
+    numel, size = src.type.numel, _BYTES[stype]
     # Whole tensor when it fits in 32 KB; else passes over flat-index ranges of 16 KB,
     # leaving room for other threadgroup users.
     chunk = numel if numel * size <= SCRATCH_WHOLE_LIMIT else SCRATCH_CHUNK_BYTES // size
@@ -32,7 +32,7 @@ def convert_through_scratch(em: Emitter, src: Value, out: Value) -> None:
     em.render("scratch_convert", ctype=c, scratch=scratch, src=em.name(src), dst=name,
               src_layout=L_src.name, dst_layout=L_out.name, src_regs=L_src.regs,
               dst_regs=L_out.regs, lane=LANE, warp=WARP, chunked=chunk < numel,
-              numel=numel, chunk=chunk)
+              numel=numel, chunk=chunk, stype=stype, wcast=wcast, rcast=rcast)
 
 
 @lowers("ttg.convert_layout")
