@@ -7,6 +7,7 @@ the rest refuse (Triton's passes pick layouts that keep them in registers).
 
 from __future__ import annotations
 
+import math
 from typing import NoReturn
 
 from msltrans.ir.model import Op, Value
@@ -134,3 +135,20 @@ def cat(em: Emitter, op: Op) -> None:
         em.fail("tt.cat whose result layout is not the two operands' registers side by side")
     em.copy_registers(out, [(em.name(lhs), i) for i in range(n_l)] +
                       [(em.name(rhs), i) for i in range(n_r)])
+
+
+@lowers("tt.unsplat")
+def unsplat(em: Emitter, op: Op) -> None:
+    # A single-element tensor → its scalar. Every coordinate of a 1-element tensor is 0, so
+    # every (register, lane, warp) holds a replica of it, and replicas agree (loads run in
+    # every replica, atomics broadcast their old values): register 0 is the value in every
+    # thread, owner or not.
+    src, out = op.operands[0], op.results[0]
+    if not em.is_tensor(src) or em.is_tensor(out):
+        em.fail("tt.unsplat expects a tensor operand and a scalar result")
+    ll = em.layout(src).ll
+    if math.prod(_shape(src)) != 1 or any(any(b) for b in ll.reg + ll.lane + ll.warp):
+        em.fail(f"tt.unsplat of a tensor of shape {_shape(src)} (needs exactly one element)")
+    name = em.fresh(em.hint(out))
+    em.bind(out, name)
+    em.line(f"{em.ctype(out)} {name} = {em.at(src, 0)};  // every thread holds the element")

@@ -44,32 +44,37 @@ template <typename T> inline T msl_fma16(T a, T b, T c) {
         s = as_type<float>((err > 0.0f) == (s > 0.0f) ? bits + 1u : bits - 1u);
     return T(s);
 }
-// erf (Metal has none). Two minimax polynomials, as in N. Juffa's erff: |x| <= 0.927734375
-// as x + x*p(x^2); above, 1 - exp(q(|x|)). Accuracy: docs/semantics.md, "Math accuracy".
+// erf (Metal has none): msltrans's own least-squares fits (scripts/fit_erf.py), evaluated
+// with fma. |x| <= 0.875: x + x*p(x^2); 0.875 < |x| < 3.93: 1 - exp(q(|x|)), q fitting
+// log(erfc); beyond, erf rounds to ±1 in float. Accuracy: docs/semantics.md, "Math accuracy".
 inline float msl_erf(float a) {
     float t = fabs(a);
-    float s = a * a;
-    float r;
-    if (t > 0.927734375f) {
-        r = fma(-1.72853470e-5f, t, 3.83197126e-4f);
-        float u = fma(-3.88396438e-3f, t, 2.42546219e-2f);
-        r = fma(r, s, u);
-        r = fma(r, t, -1.06777877e-1f);
-        r = fma(r, t, -6.34846687e-1f);
-        r = fma(r, t, -1.28717512e-1f);
-        r = fma(r, t, -t);
-        r = 1.0f - precise::exp(r);
-        r = copysign(r, a);
-    } else {
-        r = -5.96761703e-4f;
-        r = fma(r, s, 4.99119423e-3f);
-        r = fma(r, s, -2.67681349e-2f);
-        r = fma(r, s, 1.12819925e-1f);
-        r = fma(r, s, -3.76125336e-1f);
-        r = fma(r, s, 1.28379166e-1f);
-        r = fma(r, a, a);
+    if (t >= 3.93f) {
+        return copysign(1.0f, a);
     }
-    return r;
+    if (t > 0.875f) {
+        float q = -6.586609658e-08f;
+        q = fma(q, t, 1.576855539e-06f);
+        q = fma(q, t, -1.498113488e-05f);
+        q = fma(q, t, 5.536597382e-05f);
+        q = fma(q, t, 2.001881658e-04f);
+        q = fma(q, t, -3.721994581e-03f);
+        q = fma(q, t, 2.458296902e-02f);
+        q = fma(q, t, -1.079032496e-01f);
+        q = fma(q, t, -6.334752440e-01f);
+        q = fma(q, t, -1.129511476e+00f);
+        q = fma(q, t, 1.814178831e-04f);
+        return copysign(1.0f - precise::exp(q), a);
+    }
+    float s = a * a;
+    float p = 8.725163934e-05f;
+    p = fma(p, s, -8.223034674e-04f);
+    p = fma(p, s, 5.207833834e-03f);
+    p = fma(p, s, -2.686204948e-02f);
+    p = fma(p, s, 1.128374264e-01f);
+    p = fma(p, s, -3.761263788e-01f);
+    p = fma(p, s, 1.283791661e-01f);
+    return fma(p, a, a);
 }
 // Integer magnitude -> bfloat with one rounding. bfloat(float(m)) would round twice (to 24
 // bits, then to 8); rounding to odd at 24 bits first (truncate, set the last kept bit if
