@@ -30,6 +30,27 @@ INERT_FIELDS = (
 _num_stages_warned = False
 
 
+class DotPrecisions(tuple):
+    """`("ieee",)`, the only dot input precision Apple GPUs have.
+
+    Triton's front end checks `input_precision in options.allowed_dot_input_precisions`
+    with an assert; for the precisions other targets have (tf32, tf32x3, bf16x3, ...) this
+    raises a MetalNonRecoverableError that says why and what to use instead.
+    """
+
+    def __new__(cls, values: Any = ("ieee",)) -> DotPrecisions:
+        return super().__new__(cls, values)
+
+    def __contains__(self, item: object) -> bool:
+        if tuple.__contains__(self, item):
+            return True
+        if isinstance(item, str):
+            raise MetalNonRecoverableError(
+                f"tl.dot input_precision={item!r}: Apple GPUs have no tf32 or split-precision "
+                "dot units", op="tt.dot", hint="pass input_precision='ieee' (the default here)")
+        return False
+
+
 class NumWarpsError(MetalNonRecoverableError, AssertionError):
     """A refusal that is also the `AssertionError` Triton's own backends raise for a bad
     `num_warps` ("num_warps must be a power of 2"), so code and tests written against them
@@ -69,7 +90,7 @@ class MetalOptions:
     supported_fp8_dtypes: tuple[str, ...] = ()
     deprecated_fp8_dot_operand_dtypes: tuple[str, ...] = ()
     default_dot_input_precision: str = "ieee"
-    allowed_dot_input_precisions: tuple[str, ...] = ("ieee",)
+    allowed_dot_input_precisions: tuple[str, ...] = DotPrecisions()
     max_num_imprecise_acc_default: int = 0
     # NVIDIA / AMD tuning knobs (inert)
     maxnreg: int | None = None
@@ -92,9 +113,10 @@ class MetalOptions:
         if isinstance(libs, dict):
             libs = tuple(sorted(libs.items()))
         object.__setattr__(self, "extern_libs", tuple(tuple(x) for x in (libs or ())))
-        for name in ("supported_fp8_dtypes", "deprecated_fp8_dot_operand_dtypes",
-                     "allowed_dot_input_precisions"):
+        for name in ("supported_fp8_dtypes", "deprecated_fp8_dot_operand_dtypes"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "allowed_dot_input_precisions",
+                           DotPrecisions(self.allowed_dot_input_precisions))
         if isinstance(self.llvm_fn_attrs, (list, tuple)):
             object.__setattr__(self, "llvm_fn_attrs", tuple(tuple(x) for x in self.llvm_fn_attrs))
         self._validate()

@@ -47,6 +47,7 @@ class Emitter:
         self.enable_fp_fusion = enable_fp_fusion
         self.uses: dict[int, int] = {}  # value id → number of operand uses (whole function)
         self.producers: dict[int, Op] = {}  # value id → defining op
+        self.users: dict[int, list[tuple[Op, int]]] = {}  # value id → (user op, operand #)
         self.lines: list[str] = []
         self._indent = 1
         self._names: dict[int, str] = {}
@@ -184,8 +185,9 @@ class Emitter:
     def analyse(self, block: Block) -> None:
         """Record uses and producers of every value (for pattern choices like fma)."""
         for op in block.ops:
-            for v in op.operands:
+            for i, v in enumerate(op.operands):
                 self.uses[v.id] = self.uses.get(v.id, 0) + 1
+                self.users.setdefault(v.id, []).append((op, i))
             for v in op.results:
                 self.producers[v.id] = op
             for region in op.regions:
