@@ -13,6 +13,7 @@ SCRATCH_WHOLE_LIMIT = 32768
 SCRATCH_CHUNK_BYTES = 16384
 _BYTES = {"bool": 1, "char": 1, "short": 2, "int": 4, "long": 8, "ulong": 8, "half": 2,
           "bfloat": 2, "float": 4}
+ELEMENT_BYTES = _BYTES  # bytes per MSL element type (pointers travel as ulong)
 
 
 def convert_through_scratch(em: Emitter, src: Value, out: Value) -> None:
