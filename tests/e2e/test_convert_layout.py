@@ -9,21 +9,7 @@ import numpy as np
 import pytest
 
 from tests.support.run_kernel import compile_ttgir, dispatch
-from tests.support.ttgir_gen import blocked, convert_kernel_2d, write
-
-
-def _split(total: int, rng: random.Random) -> list[int]:
-    out = [1, 1]
-    for _ in range(total.bit_length() - 1):
-        out[rng.randrange(2)] *= 2
-    return out
-
-
-def _random_blocked(rng: random.Random, num_warps: int) -> str:
-    order = [0, 1] if rng.random() < 0.5 else [1, 0]
-    return blocked([rng.choice([1, 2, 4]), rng.choice([1, 2, 4])], _split(32, rng),
-                   _split(num_warps, rng), order)
-
+from tests.support.ttgir_gen import blocked, convert_kernel_2d, random_blocked, write
 
 CASES = [(nw, shape, seed) for nw in (1, 2, 4, 8, 16)
          for shape in ((16, 16), (8, 64), (64, 32), (4, 4)) for seed in range(2)]
@@ -33,7 +19,7 @@ CASES = [(nw, shape, seed) for nw in (1, 2, 4, 8, 16)
 def test_convert_round_trip(tmp_path: Path, num_warps: int, shape: tuple[int, int],
                             seed: int) -> None:
     rng = random.Random(hash((num_warps, shape, seed)) & 0xFFFF)
-    src, dst = _random_blocked(rng, num_warps), _random_blocked(rng, num_warps)
+    src, dst = random_blocked(rng, num_warps), random_blocked(rng, num_warps)
     m, n = shape
     program = compile_ttgir(write(tmp_path, "cvt", convert_kernel_2d(src, dst, m, n, num_warps)))
     assert program.threads_per_group == 32 * num_warps

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.support.run_kernel import compile_ttgir, dispatch
-from tests.support.ttgir_gen import _offsets_2d, blocked, module_header, write
+from tests.support.ttgir_gen import _offsets_2d, blocked, module_header, random_blocked, write
 
 _TT = {np.float32: "f32", np.float16: "f16", np.int64: "i64", np.int8: "i8", np.int32: "i32"}
 
@@ -40,18 +40,6 @@ def ptr_convert_kernel(src: str, dst: str, m: int, n: int, num_warps: int, elt: 
 """
 
 
-def _split(total: int, rng: random.Random) -> list[int]:
-    out = [1, 1]
-    for _ in range(total.bit_length() - 1):
-        out[rng.randrange(2)] *= 2
-    return out
-
-
-def _random_blocked(rng: random.Random, num_warps: int) -> str:
-    order = [0, 1] if rng.random() < 0.5 else [1, 0]
-    return blocked([rng.choice([1, 2, 4]), rng.choice([1, 2, 4])], _split(32, rng),
-                   _split(num_warps, rng), order)
-
 
 def _data(dtype: type, size: int, rng: np.random.Generator) -> np.ndarray:
     if dtype is np.int64:
@@ -71,7 +59,7 @@ CASES = [(nw, shape, dt, seed) for nw in (1, 4, 8)
 def test_pointer_tensor_changes_layout(tmp_path: Path, num_warps: int,
                                        shape: tuple[int, int], dtype: type, seed: int) -> None:
     rng = random.Random(hash((num_warps, shape, dtype.__name__, seed)) & 0xFFFF)
-    src, dst = _random_blocked(rng, num_warps), _random_blocked(rng, num_warps)
+    src, dst = random_blocked(rng, num_warps), random_blocked(rng, num_warps)
     m, n = shape
     text = ptr_convert_kernel(src, dst, m, n, num_warps, _TT[dtype])
     program = compile_ttgir(write(tmp_path, "pcvt", text))

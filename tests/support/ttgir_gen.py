@@ -6,6 +6,7 @@ exactly, which Triton's passes would otherwise choose.
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 
@@ -124,3 +125,18 @@ def reshape_kernel_1d_to_2d(src: str, dst: str, m: int, n: int, num_warps: int,
   }}
 }}
 """
+
+
+def _split_pow2(total: int, rng: random.Random) -> list[int]:
+    """A random split of the power of two `total` over two dimensions."""
+    out = [1, 1]
+    for _ in range(total.bit_length() - 1):
+        out[rng.randrange(2)] *= 2
+    return out
+
+
+def random_blocked(rng: random.Random, num_warps: int) -> str:
+    """A random 2-D #blocked layout for 32-lane warps and `num_warps` warps."""
+    order = [0, 1] if rng.random() < 0.5 else [1, 0]
+    return blocked([rng.choice([1, 2, 4]), rng.choice([1, 2, 4])], _split_pow2(32, rng),
+                   _split_pow2(num_warps, rng), order)
