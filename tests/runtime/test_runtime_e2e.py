@@ -130,8 +130,12 @@ def test_scalar_arguments_reach_the_kernel_with_their_types(a, b, flag, alpha, e
     assert out.numpy().tobytes() == np.full(32, expect, dtype=np.float32).tobytes()
 
 
-def test_float64_tensor_is_refused_not_misread():
+def test_float64_tensor_is_refused_not_misread(tmp_path, monkeypatch):
     """fp64 compiles as fp32 (with a warning); its float64 buffer must not be read as float."""
+    # The warning comes from compilation: a kernel cached on disk or in memory by an earlier
+    # run would launch without it, so this test compiles afresh.
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    add_kernel.device_caches.clear()
     x = torch.arange(16, dtype=torch.float64)
     out = torch.zeros(16, dtype=torch.float64)
     with pytest.warns(UserWarning, match="fp64 downcast"), \
