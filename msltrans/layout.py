@@ -212,10 +212,15 @@ def _linear(attrs: dict, shape: tuple[int, ...]) -> LinearLayout:
         raise MetalNonRecoverableError("linear layout with CTA (block) bases",
                                        hint="one program is one threadgroup; num_ctas must be 1")
 
-    def bases(key: str) -> tuple[Basis, ...]:
-        return tuple(tuple(b) for b in attrs.get(key, ()))
+    def bases(key: str) -> list[Basis]:
+        return [tuple(b) for b in attrs.get(key, ())]
 
-    return LinearLayout(shape, bases("register"), bases("lane"), bases("warp"))
+    # Triton's LinearEncodingAttr::toLinearLayout fits the encoding to the tensor's shape: a
+    # #linear made for a larger shape (e.g. kept on the size-1 dim of an expand_dims before
+    # a broadcast) broadcasts what overhangs the shape, and repeats in registers what it
+    # does not cover.
+    return _fit_to_shape(shape, bases("register"), bases("lane"), bases("warp"),
+                         list(reversed(range(len(shape)))))
 
 
 _KINDS = {"blocked": _blocked, "slice": _slice, "dot_op": _dot_operand_fma, "linear": _linear}

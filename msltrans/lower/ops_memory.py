@@ -2,6 +2,8 @@
 
 Loads run in every replica (reads are idempotent); masked-off lanes never touch memory.
 Stores are done once per element: only the owning (register, lane, warp) writes.
+A scalar store (thread 0 alone) is fenced by barriers when another access of the program may
+touch its buffer (pointer_roots.py).
 """
 
 from __future__ import annotations
@@ -10,8 +12,11 @@ from msltrans.ir.model import Op
 from msltrans.ir.types import PointerType, ScalarType
 from msltrans.lower import msl_types
 from msltrans.lower.emitter import LANE, REG, TID, WARP, Emitter
+from msltrans.lower.pointer_roots import shares_buffer_with_other_access
 from msltrans.lower.registry import lowers
 from msltrans.lower.values import zero_literal
+
+DEVICE_FENCE = "mem_flags::mem_device"
 
 
 @lowers("tt.addptr")
@@ -65,9 +70,17 @@ def store(em: Emitter, op: Op) -> None:
     ptr, value = op.operands[0], op.operands[1]
     mask = op.operands[2] if len(op.operands) > 2 else None
     if not em.is_tensor(ptr):
-        # A scalar store is the same in every thread: thread 0 does it once.
+        # A scalar store is the same in every thread: thread 0 does it once. The program is
+        # sequential, so the other threads' accesses of that buffer before the store (and
+        # after it) must not overtake it: fence it with barriers on both sides. Scalar
+        # control flow is uniform, so every thread reaches them.
+        fenced = shares_buffer_with_other_access(em, op)
+        if fenced:
+            em.line(f"threadgroup_barrier({DEVICE_FENCE});  // earlier accesses by other threads")
         guard = f"{TID} == 0u" + (f" && {em.at(mask)}" if mask is not None else "")
         em.line(f"if ({guard}) *{em.at(ptr)} = {em.at(value)};")
+        if fenced:
+            em.line(f"threadgroup_barrier({DEVICE_FENCE});  // later accesses see the store")
         return
     L = em.layout(ptr)
     guard = f"{L.owns_fn}({REG}, {LANE}, {WARP})"

@@ -126,3 +126,35 @@ def test_locate_is_the_owner_inverse(num_warps: int) -> None:
                 r, ln, w = ll.locate((i, j))
                 assert ll.coord(r, ln, w) == (i, j)
                 assert not (r & reg_free or ln & lane_free or w & warp_free)
+
+
+def _linear_text(reg: list, lane: list, warp: list) -> str:
+    def fmt(bases: list) -> str:
+        return "[" + ", ".join("[" + ", ".join(map(str, b)) + "]" for b in bases) + "]"
+    return (f"#ttg.linear<{{register = {fmt(reg)}, lane = {fmt(lane)}, warp = {fmt(warp)}, "
+            "block = []}>")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_linear_fits_the_tensor_shape_like_triton(seed: int) -> None:
+    """A #linear encoding made for one shape, used on a smaller or larger tensor (the size-1
+    dim of an expand_dims before a broadcast keeps its parent's #linear): Triton broadcasts
+    what overhangs and repeats in registers what is not covered. Decoding the bases verbatim
+    put lanes at coordinate 1 of a size-1 dim (tl.flip on shapes with a trailing 1 was wrong)."""
+    from triton.experimental.gluon.language._layouts import DistributedLinearLayout
+
+    rng = random.Random(seed)
+    for _ in range(30):
+        rank = rng.choice([2, 3, 5])
+        spt, tpw, wpc, order = _random_blocked(rng, rank, rng.choice([1, 2, 4]))
+        full = [s * t * w * rng.choice([1, 2])
+                for s, t, w in zip(spt, tpw, wpc, strict=True)]
+        reg, lane, warp = triton_linear(BlockedLayout(spt, tpw, wpc, order), full)
+        # the tensor: some dims shrunk (to 1 sometimes), some grown
+        shape = [rng.choice([1, n // 2 or 1, n, n * 2]) for n in full]
+        ll = DistributedLinearLayout([list(b) for b in reg], [list(b) for b in lane],
+                                     [list(b) for b in warp], [], full)
+        want = triton_linear(ll, shape)
+        got = _ours(_linear_text(reg, lane, warp), shape)
+        assert (sorted(got[0]), got[1], got[2]) == (sorted(want[0]), want[1], want[2]), \
+            (reg, lane, warp, full, shape)
