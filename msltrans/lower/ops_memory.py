@@ -1,4 +1,4 @@
-"""Pointers and global memory: tt.addptr, tt.load, tt.store.
+"""Pointers and global memory: tt.addptr, tt.int_to_ptr/ptr_to_int, tt.load, tt.store.
 
 Loads run in every replica (reads are idempotent); masked-off lanes never touch memory.
 Stores are done once per element: only the owning (register, lane, warp) writes.
@@ -23,6 +23,19 @@ DEVICE_FENCE = "mem_flags::mem_device"
 def addptr(em: Emitter, op: Op) -> None:
     # Offsets count elements of the pointee, as C pointer arithmetic does.
     em.elementwise(op, lambda p, off: f"{p} + {off}")
+
+
+@lowers("tt.int_to_ptr")
+def int_to_ptr(em: Emitter, op: Op) -> None:
+    # A 64-bit integer holding a device address (Metal 3 GPU addresses are 64-bit).
+    c = em.ctype(op.results[0])
+    em.elementwise(op, lambda x: f"reinterpret_cast<{c}>(ulong({x}))")
+
+
+@lowers("tt.ptr_to_int")
+def ptr_to_int(em: Emitter, op: Op) -> None:
+    c = em.ctype(op.results[0])
+    em.elementwise(op, lambda p: f"{c}(reinterpret_cast<ulong>({p}))")
 
 
 def _check_memory_attrs(em: Emitter, op: Op) -> None:
