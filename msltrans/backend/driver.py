@@ -72,6 +72,21 @@ def make_engine(name: str) -> Any:
     return SimEngine()
 
 
+def device_id(device_type: str) -> int | str:
+    """The engine's device as torch names it: `torch.cpu.current_device()` is "cpu" (the
+    simulator's buffers are CPU tensors); torch.mps has one device and no current_device(): 0."""
+    return "cpu" if device_type == "cpu" else 0
+
+
+def _is_our_device(device: Any, device_type: str, ident: int | str) -> bool:
+    if device is None or device == ident:
+        return True
+    if isinstance(device, int) and not isinstance(device, bool):
+        return device == 0
+    text = str(device)  # "cpu", "mps", "mps:0", torch.device(...)
+    return text in (device_type, f"{device_type}:0")
+
+
 class MetalUtils:
     """What Triton's CompiledKernel calls on `driver.active.utils`."""
 
@@ -115,6 +130,7 @@ class MetalDriver(DriverBase):
         self.engine = make_engine(self.engine_name)
         self.utils = MetalUtils(self.engine)
         self.launcher_cls = functools.partial(_launch.Launcher, engine=self.engine)
+        self.device_id = device_id(self.engine.device_type)
         if self.engine_name == "mps":
             self.chip = chip_slug(self.engine.device_name())
         else:
@@ -155,12 +171,16 @@ class MetalDriver(DriverBase):
         return HostDeviceInterface(self.engine.synchronize)
 
     # One device, one queue: Triton asks for these on every launch, so keep them trivial.
-    def get_current_device(self) -> int:
-        return 0
+    # Triton keys `JITFunction.device_caches` by get_current_device(); device-agnostic code
+    # (Triton's own tests) indexes it with `getattr(torch, device_type).current_device()`.
+    def get_current_device(self) -> int | str:
+        return self.device_id
 
     def set_current_device(self, device: Any) -> None:
-        if device not in (0, None):
-            raise MetalNonRecoverableError(f"device {device!r} does not exist; Metal has device 0")
+        if not _is_our_device(device, self.engine.device_type, self.device_id):
+            raise MetalNonRecoverableError(
+                f"device {device!r} does not exist; the {self.engine_name} engine has one "
+                f"device, {self.device_id!r} (torch device '{self.engine.device_type}')")
 
     def get_current_stream(self, device: Any = None) -> int:
         return 0

@@ -43,6 +43,10 @@ def make_ttgir(mod: Any, opt: Any) -> Any:
     passes.ttgpuir.add_optimize_thread_locality(pm)
     passes.ttgpuir.add_remove_layout_conversions(pm)
     passes.ttir.add_loop_aware_cse(pm)
+    # Flatten `tl.range(..., flatten=True)` nests into one loop, then clean up and hoist: the
+    # order of NVIDIA's sm80/sm90 and AMD's make_ttgir (Triton 3.9).
+    passes.ttgpuir.add_fuse_nested_loops(pm)
+    passes.common.add_canonicalizer(pm)
     passes.ttir.add_triton_licm(pm)
     passes.common.add_canonicalizer(pm)
     passes.ttir.add_loop_aware_cse(pm)

@@ -181,10 +181,12 @@ def _zip_text(order: list[Any], lines: list[T.OpText]) -> dict[int, T.OpText]:
     j = 0
     for o in order:
         name = o.get_name()
-        if j < len(lines) and lines[j].name == name:
+        implicit = o.get_num_operands() == 0 and name.endswith(("yield", "return", "condition"))
+        # An elided `scf.yield` may be followed by the enclosing op's printed one (operands).
+        if j < len(lines) and lines[j].name == name and not (implicit and "%" in lines[j].text):
             out[id(o)] = lines[j]
             j += 1
-        elif o.get_num_operands() == 0 and name.endswith(("yield", "return", "condition")):
+        elif implicit:
             continue  # an implicit terminator the printer left out
         else:
             got = lines[j].name if j < len(lines) else "<end>"

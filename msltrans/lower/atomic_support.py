@@ -69,3 +69,14 @@ HISTOGRAM = """\
         {out}[{reg}] = atomic_load_explicit(&bins[{coord}], memory_order_relaxed);
     }}
 }}"""
+
+
+# tt.atomic_poll on 16-bit data: Metal has no 16-bit atomic load; read the aligned 32-bit
+# word that contains the element atomically and take its half (little-endian, as _WORD16).
+LOAD16 = """\
+// atomic 16-bit load: a relaxed atomic load of the containing aligned 32-bit word
+inline ushort msl_atomic_load16(device short* p) {
+    device atomic_uint* w = (device atomic_uint*)((ulong)p & ~3ul);
+    uint shift = ((ulong)p & 2ul) != 0ul ? 16u : 0u;
+    return ushort(atomic_load_explicit(w, memory_order_relaxed) >> shift);
+}"""

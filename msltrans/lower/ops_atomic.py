@@ -1,4 +1,4 @@
-"""Global-memory atomics (tt.atomic_rmw, tt.atomic_cas) and tt.histogram.
+"""Global-memory atomics (tt.atomic_rmw, tt.atomic_cas, tt.atomic_poll) and tt.histogram.
 
 What is emitted and why it is sound is written up in docs/atomics.md. In short:
 - Metal's device atomics are relaxed; Triton's `sem` becomes `atomic_thread_fence`s around
@@ -14,6 +14,9 @@ What is emitted and why it is sound is written up in docs/atomics.md. In short:
   32-bit CAS loop on the containing word; compare-and-swap is made strong from Metal's weak
   one. fp32 `tl.atomic_max/min` reach the IR already split by Triton's front end into
   signed-max/unsigned-min on the bits, so they are integer ops here. 64-bit and 8-bit refuse.
+- tt.atomic_poll spins on relaxed atomic loads (16-bit: of the containing 32-bit word) until
+  each owned element equals the expected value, then the acquire fence; a timeout of
+  constant 0 loads once. Metal has no global timer, so every other timeout refuses.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from __future__ import annotations
 from msltrans.ir.model import Op, Value
 from msltrans.ir.types import PointerType, ScalarType
 from msltrans.lower import msl_types
-from msltrans.lower.atomic_support import HISTOGRAM, STRONG_CAS32, word16_helper
+from msltrans.lower.atomic_support import HISTOGRAM, LOAD16, STRONG_CAS32, word16_helper
 from msltrans.lower.emitter import LANE, REG, TID, WARP, Emitter
 from msltrans.lower.registry import lowers
 from msltrans.lower.values import zero_literal
@@ -211,6 +214,89 @@ def atomic_cas(em: Emitter, op: Op) -> None:
     ptr, cmp, val = op.operands[:3]
     ct = _elem_ctype(em, ptr)
     _perform(em, op, _cas_expr(em, ct), {"P": ptr, "C": cmp, "V": val}, None, sem, scope)
+
+
+def _poll_load(em: Emitter, ptr: str, ct: str) -> tuple[str, str]:
+    """(relaxed atomic load of *ptr as unsigned bits, the expected value's cast to them)."""
+    if ct == "int":
+        return (f"atomic_load_explicit((device atomic_uint*)({ptr}), memory_order_relaxed)",
+                "uint")
+    if ct == "short":
+        _need_prelude(em, LOAD16)
+        return f"msl_atomic_load16({ptr})", "as_type<ushort>"
+    em.fail(f"atomic_poll on {ct} elements", "tl.atomic_poll takes 16- or 32-bit integers")
+
+
+def _poll_timeout(em: Emitter, op: Op) -> bool:
+    """True for `timeout_ns=0` (load once), False without a timeout; anything else refuses."""
+    if len(op.operands) < 3:
+        return False
+    producer = em.producers.get(op.operands[2].id)
+    if (producer is not None and producer.name == "arith.constant"
+            and producer.attrs.get("value") == 0):
+        return True
+    em.fail("atomic_poll with a timeout other than a compile-time 0: Metal shaders have no "
+            "global timer to measure nanoseconds with",
+            "omit timeout_ns (wait until the value matches) or pass 0 as a tl.constexpr "
+            "(load once; the result says whether it matched)")
+
+
+@lowers("tt.atomic_poll")
+def atomic_poll(em: Emitter, op: Op) -> None:
+    # Every owned element is polled by its owner (scalar: by thread 0): spin on relaxed
+    # atomic loads until the bits equal the expected value (timeout 0: load once), then the
+    # acquire fence. A device+threadgroup barrier makes the program wait for all polls and
+    # orders its later reads after them (docs/atomics.md).
+    sem, scope = _keywords(em, op, 2)
+    if sem not in ("acquire", "relaxed"):
+        em.fail(f"atomic_poll with sem `{sem}`", "atomic_poll takes sem='acquire' or 'relaxed'")
+    ptr, want = op.operands[0], op.operands[1]
+    pt = msl_types.element(ptr.type)
+    if isinstance(pt, PointerType) and isinstance(pt.pointee, ScalarType) and \
+            pt.pointee.name in ("i64", "u64"):
+        em.fail(f"64-bit atomic load (atomic_poll on {pt.pointee.name})",
+                "Metal has no 64-bit atomic loads (atomic_ulong offers only min/max); "
+                "poll a 32-bit flag")
+    _, post = _fences(em, sem, scope)
+    ct = _elem_ctype(em, ptr)
+    once = _poll_timeout(em, op)
+    out = op.results[0]
+    uses = getattr(em, "uses", None)
+    used = not uses or uses.get(out.id, 0) > 0
+    tensor = em.is_tensor(ptr)
+    if tensor:
+        L = em.layout(ptr)
+        name = em.declare(out)
+        guard = f"{L.owns_fn}({REG}, {LANE}, {WARP})"
+        em.line(f"for (uint {REG} = 0; {REG} < {L.regs}u; ++{REG}) {{")
+        em.indent(1)
+        slot, p, v = f"{name}[{REG}]", em.at(ptr), em.at(want)
+    else:
+        name = em.fresh(out.name or "matched")
+        em.bind(out, name)
+        guard, slot, p, v = f"{TID} == 0u", name, em.name(ptr), em.name(want)
+    load, cast = _poll_load(em, p, ct)
+    # Without a timeout every poll ends matched: the result is true in every thread.
+    em.line(f"{'bool ' if not tensor else ''}{slot} = {'false' if once else 'true'};")
+    if once:
+        body = f"{slot} = {load} == {cast}({v});"
+    else:
+        body = f"while ({load} != {cast}({v})) {{}}  // spin until it matches"
+    _guarded(em, guard, "", body, post)
+    if tensor:
+        em.indent(-1)
+        em.line("}")
+    if once and used and (not tensor or any(L.ll.free_masks())):
+        if tensor:
+            numel = 1
+            for d in L.ll.shape:
+                numel *= d
+            _broadcast(em, name, "bool", f"{L.regs}u",
+                       lambda r: f"{L.flat_fn}({r}, {LANE}, {WARP})", owner=guard, numel=numel)
+        else:
+            _broadcast(em, name, "bool", "1u", lambda r: "0")
+    else:
+        em.line(f"threadgroup_barrier({_DEVICE_FLAGS});  // the program waits for every poll")
 
 
 @lowers("tt.histogram")

@@ -1,8 +1,8 @@
 """Shape ops: make_range, splat, broadcast, expand_dims, reshape, trans, join, split, cat.
 
 All but make_range/splat move data between register arrays of one thread when the layouts
-allow (`layout.gather_registers`); otherwise reshape goes through threadgroup scratch and
-the rest refuse (Triton's passes pick layouts that keep them in registers).
+allow (`layout.gather_registers`); otherwise reshape and cat go through threadgroup scratch
+and the rest refuse (Triton's passes pick layouts that keep them in registers).
 """
 
 from __future__ import annotations
@@ -126,15 +126,72 @@ def split(em: Emitter, op: Op) -> None:
 
 @lowers("tt.cat")
 def cat(em: Emitter, op: Op) -> None:
-    # tt.cat may reorder elements (tl.cat(can_reorder=True)); like Triton's NVIDIA lowering,
-    # the result's registers are the lhs registers followed by the rhs registers.
+    # tt.cat (tl.cat(can_reorder=True)) may reorder elements; we never do: the result is the
+    # concatenation along dim 0 in order (what torch.cat and upstream's test_cat expect, and
+    # what Triton 3.10 makes the only behaviour). Registers when each thread holds its
+    # elements of both halves already, else through threadgroup scratch.
     lhs, rhs = op.operands
     out = op.results[0]
-    n_l, n_r = em.regs(lhs), em.regs(rhs)
-    if em.regs(out) != n_l + n_r or em.layout(lhs).ll != em.layout(rhs).ll:
-        em.fail("tt.cat whose result layout is not the two operands' registers side by side")
-    em.copy_registers(out, [(em.name(lhs), i) for i in range(n_l)] +
-                      [(em.name(rhs), i) for i in range(n_r)])
+    shape_l, shape_r, shape_o = _shape(lhs), _shape(rhs), _shape(out)
+    if (shape_l != shape_r or shape_o[0] != 2 * shape_l[0] or shape_o[1:] != shape_l[1:]
+            or em.ctype(lhs) != em.ctype(rhs)):
+        em.fail(f"tt.cat of {shape_l} and {shape_r} into {shape_o}",
+                "tt.cat joins two equal-shape tensors along dim 0")
+    half = shape_l[0]
+    if half & (half - 1) == 0:  # the operand is the top bit of the dim-0 index: XOR-linear
+
+        def to_src(c: tuple[int, ...]) -> tuple[int, tuple[int, ...]]:
+            return (1 if c[0] & half else 0), (c[0] & (half - 1),) + c[1:]
+
+        if _move(em, op, [lhs, rhs], to_src):
+            return
+    _cat_through_scratch(em, lhs, rhs, out)
+
+
+def _cat_through_scratch(em: Emitter, lhs: Value, rhs: Value, out: Value) -> None:
+    """Owners write lhs at row-major flat f and rhs at numel + f; all read by result flat."""
+    from msltrans.lower.ops_convert import (
+        ELEMENT_BYTES,
+        SCRATCH_CHUNK_BYTES,
+        SCRATCH_WHOLE_LIMIT,
+    )
+
+    c = em.ctype(out)
+    # Pointers travel as ulong; 16-bit floats as their bits, so every payload (signalling
+    # NaNs included) comes out unchanged.
+    stype, wcast, rcast = c, "", ""
+    if c.endswith("*"):
+        stype, wcast, rcast = "ulong", "(ulong)", f"({c})"
+    elif c in ("half", "bfloat"):
+        stype, wcast, rcast = "ushort", "as_type<ushort>", f"as_type<{c}>"
+    numel = math.prod(_shape(lhs))
+    total, size = 2 * numel, ELEMENT_BYTES["ulong" if c.endswith("*") else c]
+    chunk = total if total * size <= SCRATCH_WHOLE_LIMIT else SCRATCH_CHUNK_BYTES // size
+    scratch = em.need_scratch(chunk * size)
+    L_l, L_r, L_o = em.layout(lhs), em.layout(rhs), em.layout(out)
+    at = f"{REG}, {LANE}, {WARP}"
+    name = em.declare(out)
+    em.line("{")
+    em.indent(1)
+    em.line(f"threadgroup {stype}* buf = (threadgroup {stype}*){scratch};")
+    em.line(f"for (int base = 0; base < {total}; base += {chunk}) {{  // tt.cat in order")
+    em.indent(1)
+    em.line("threadgroup_barrier(mem_flags::mem_threadgroup);  // earlier scratch readers done")
+    for src, L, first in ((lhs, L_l, 0), (rhs, L_r, numel)):
+        em.line(f"for (uint {REG} = 0; {REG} < {L.regs}u; ++{REG}) {{")
+        em.line(f"    int f = {first} + int({L.flat_fn}({at})) - base;")
+        em.line(f"    if (f >= 0 && f < {chunk} && {L.owns_fn}({at})) "
+                f"buf[f] = {wcast}({em.name(src)}[{REG}]);")
+        em.line("}")
+    em.line("threadgroup_barrier(mem_flags::mem_threadgroup);")
+    em.line(f"for (uint {REG} = 0; {REG} < {L_o.regs}u; ++{REG}) {{")
+    em.line(f"    int f = int({L_o.flat_fn}({at})) - base;")
+    em.line(f"    if (f >= 0 && f < {chunk}) {name}[{REG}] = {rcast}(buf[f]);")
+    em.line("}")
+    em.indent(-1)
+    em.line("}")
+    em.indent(-1)
+    em.line("}")
 
 
 @lowers("tt.unsplat")

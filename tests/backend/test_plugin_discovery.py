@@ -100,7 +100,7 @@ def test_device_properties_and_target(monkeypatch):
     assert props["max_num_regs"] > 0
     target = d.get_current_target()
     assert (target.backend, target.warp_size) == ("metal", 32)
-    assert d.get_current_device() == 0 and d.get_current_stream(0) == 0
+    assert d.get_current_device() == "cpu" and d.get_current_stream("cpu") == 0  # torch.cpu's id
     with pytest.raises(MetalNonRecoverableError):
         d.set_current_device(1)
 
