@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir.model import Function, Module
 from msltrans.ir.types import PointerType, ScalarType
-from msltrans.lower import msl_types
+from msltrans.lower import msl_types, ops_debug
 from msltrans.lower.cfg import emit_region
 from msltrans.lower.emitter import Emitter, sanitize
 from msltrans.lower.program import MslParam, MslProgram
@@ -68,10 +68,14 @@ def lower_module(module: Module, kernel: str | None = None, *,
                                        location=fn.loc.short(), hint="num_warps <= 32")
     em = Emitter(enable_fp_fusion=enable_fp_fusion)
     params, decls = _params(fn, em)
+    ops_debug.begin(em, fn.name)
     for block in fn.body.blocks:
         em.analyse(block)
     em.module = module  # type: ignore[attr-defined]  # tt.call finds its callees here
     emit_region(em, fn.body)  # several blocks when Triton lowered an early return
+    debug_sites = ops_debug.finish(em)  # tt.print / tt.assert: one hidden buffer after the rest
+    if debug_sites:
+        decls.append(_ParamDecl(ops_debug.buffer_decl(), len(params)))
     layout_data = [ref.helper_data() for ref in em.layouts.all()]
     scratch_bytes = (em.scratch_bytes + 15) // 16 * 16  # Metal's 16-byte granularity
     scratch_words = scratch_bytes // 8
@@ -84,4 +88,4 @@ def lower_module(module: Module, kernel: str | None = None, *,
     return MslProgram(
         source=source, kernel_name=name, num_warps=module.num_warps, threads_per_group=threads,
         params=tuple(params), shared_bytes=scratch_bytes,
-        layouts=tuple(ref.encoding for ref in em.layouts.all()))
+        layouts=tuple(ref.encoding for ref in em.layouts.all()), debug_sites=debug_sites)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,13 @@ class MslProgram:
     params: tuple[MslParam, ...]
     shared_bytes: int
     layouts: tuple[str, ...] = ()  # the encodings used, in MSL helper order (L0, L1, ...)
+    # tt.print / tt.assert sites (JSON dicts, msltrans/runtime/debug_buffer.py); when not
+    # empty the kernel takes one more buffer, `debug_buffer_index`, after `params`
+    debug_sites: tuple[dict[str, Any], ...] = field(default=(), hash=False)
+
+    @property
+    def debug_buffer_index(self) -> int | None:
+        return len(self.params) if self.debug_sites else None
 
     @property
     def arg_casts(self) -> dict[int, str]:

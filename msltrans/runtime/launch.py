@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from msltrans.errors import MetalNonRecoverableError
+from msltrans.runtime.debug_buffer import DebugBuffer
 
 MAX_GRID_THREADS = 2**32 - 1  # dispatchThreads takes 32-bit thread counts per dimension
 
@@ -192,6 +193,8 @@ class Launcher:
                                      or metadata.num_warps * metadata.warp_size)
         self.group_size = (self.threads_per_group, 1, 1)
         self.name = metadata.name
+        # tl.device_print / device_assert: one hidden buffer after the kernel's own
+        self.debug = DebugBuffer.from_metadata(metadata)
 
     @staticmethod
     def _arg_names(src: Any, count: int) -> list[str]:
@@ -223,7 +226,11 @@ class Launcher:
         if enter_hook is not None:
             enter_hook(launch_metadata)
         if grid_x * grid_y * grid_z > 0:  # Triton launches nothing for an empty grid
-            function(*bound, threads=self.threads(grid_x, grid_y, grid_z),
+            debug = self.debug.allocate(self.engine.device_type) if self.debug else None
+            extra = () if debug is None else (debug,)
+            function(*bound, *extra, threads=self.threads(grid_x, grid_y, grid_z),
                      group_size=self.group_size, arg_casts=self.arg_casts)
+            if debug is not None:
+                self.debug.report(debug)  # reads the buffer back (waits for the dispatch)
         if exit_hook is not None:
             exit_hook(launch_metadata)
