@@ -13,6 +13,7 @@ from typing import Any
 from triton._C.libtriton import ir
 from triton.compiler import ASTSource
 
+from msltrans.backend.options import SUPPORTED_FP8_DTYPES
 from msltrans.ir.pipeline import DEFAULT_CHIP, make_ttgir, make_ttir
 
 
@@ -25,7 +26,7 @@ class FrontendOptions:
     debug: bool = False
     sanitize_overflow: bool = False
     instrumentation_mode: str = ""
-    supported_fp8_dtypes: tuple[str, ...] = ()
+    supported_fp8_dtypes: tuple[str, ...] = SUPPORTED_FP8_DTYPES
     deprecated_fp8_dot_operand_dtypes: tuple[str, ...] = ()
     default_dot_input_precision: str = "ieee"
     allowed_dot_input_precisions: tuple[str, ...] = ("ieee",)

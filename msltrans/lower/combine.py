@@ -17,7 +17,7 @@ from msltrans.lower.axis_plan import AxisPlan, plan_axis
 from msltrans.lower.emitter import LANE, Emitter
 from msltrans.lower.templates import environment
 
-_BYTES = {"bool": 1, "char": 1, "short": 2, "int": 4, "long": 8, "half": 2, "bfloat": 2,
+_BYTES = {"bool": 1, "char": 1, "uchar": 1, "short": 2, "int": 4, "long": 8, "half": 2, "bfloat": 2,
           "float": 4}
 SCRATCH_LIMIT = 32768
 

@@ -208,9 +208,12 @@ class Emitter:
             self.emit_op(op)
 
     def emit_op(self, op: Op) -> None:
+        from msltrans.lower.ops_fp8 import guard as fp8_guard
+
         fn = lookup(op)
         outer, self.op = self.op, op
         try:
+            fp8_guard(self, op)  # fp8 is storage only: arithmetic on it refuses
             self.line(f"// {op.name}  {op.loc.short()}")
             fn(self, op)
         finally:

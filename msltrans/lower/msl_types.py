@@ -11,11 +11,15 @@ from msltrans.ir.types import PointerType, ScalarType, TensorType, Type
 _SCALAR = {
     "i1": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long",
     "index": "long", "f16": "half", "bf16": "bfloat", "f32": "float",
+    # fp8 is a storage format on Metal: one byte, decoded/encoded by ops_fp8.py.
+    "f8E4M3FN": "uchar", "f8E5M2": "uchar",
 }
-_UNSIGNED = {"char": "uchar", "short": "ushort", "int": "uint", "long": "ulong", "bool": "bool"}
+FP8_TYPES = frozenset({"f8E4M3FN", "f8E5M2"})
+_UNSIGNED = {"char": "uchar", "short": "ushort", "int": "uint", "long": "ulong", "bool": "bool",
+             "uchar": "uchar"}
 _TRITON = {
     "i1": "i1", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64", "f16": "fp16",
-    "bf16": "bf16", "f32": "fp32", "f64": "fp64",
+    "bf16": "bf16", "f32": "fp32", "f64": "fp64", "f8E4M3FN": "fp8e4nv", "f8E5M2": "fp8e5",
 }
 # torch.mps's cast names ("int64"/"float" are its defaults for Python ints/floats); MSL
 # `bool` is one byte, sent as uint8 0/1.
@@ -42,8 +46,13 @@ def scalar_ctype(t: ScalarType, where: str | None = None) -> str:
     if t.name == "f64":
         return _fp64(where)
     if t.name not in _SCALAR:
+        if t.name.startswith("f8"):
+            raise MetalNonRecoverableError(
+                f"fp8 type {t.name} is not supported on Metal", location=where,
+                hint="use tl.float8e4nv (f8E4M3FN) or tl.float8e5 (f8E5M2); the AMD FNUZ "
+                     "types and fp8e4b15 are not implemented")
         raise MetalNonRecoverableError(f"type {t.name} has no Metal equivalent", location=where,
-                                       hint="fp8 and wide integers are not supported")
+                                       hint="wide integers are not supported")
     return _SCALAR[t.name]
 
 

@@ -11,6 +11,7 @@ from msltrans.ir.types import ScalarType, TensorType
 from msltrans.lower import msl_types
 from msltrans.lower.emitter import LANE, REG, WARP, Emitter
 from msltrans.lower.fp_int import float_to_int
+from msltrans.lower.ops_fp8 import fp8_literal, fp8_name
 from msltrans.lower.registry import lowers
 from msltrans.lower.support import need_support
 from msltrans.lower.values import literal
@@ -26,8 +27,12 @@ def constant(em: Emitter, op: Op) -> None:
     if value is None:
         em.fail("constant payload not readable (hex blob or unknown form)",
                 "write the constant with tl.full or arithmetic")
+    lit = literal
+    if fp8_name(out.type) is not None:  # fp8 constants are bytes (ops_fp8)
+        def lit(v: object, _c: str) -> str:
+            return fp8_literal(em, v, out.type)
     if not isinstance(value, tuple):
-        em.elementwise(op, lambda: literal(value, c))
+        em.elementwise(op, lambda: lit(value, c))
         return
     t = out.type
     assert isinstance(t, TensorType)
@@ -35,7 +40,7 @@ def constant(em: Emitter, op: Op) -> None:
         em.fail(f"dense constant with {len(value)} values for {t.numel} elements")
     table = em.fresh((out.name or "dense") + "_table")
     em.prelude.append(f"constant {c} {table}[{t.numel}] = {{"
-                      + ", ".join(literal(v, c) for v in value) + "};")
+                      + ", ".join(lit(v, c) for v in value) + "};")
     L = em.layout(out)
     em.elementwise(op, lambda: f"{table}[{L.flat_fn}({REG}, {LANE}, {WARP})]")
 

@@ -11,7 +11,7 @@ from msltrans.lower.registry import lowers
 
 SCRATCH_WHOLE_LIMIT = 32768
 SCRATCH_CHUNK_BYTES = 16384
-_BYTES = {"bool": 1, "char": 1, "short": 2, "int": 4, "long": 8, "ulong": 8, "half": 2,
+_BYTES = {"bool": 1, "char": 1, "uchar": 1, "short": 2, "int": 4, "long": 8, "ulong": 8, "half": 2,
           "bfloat": 2, "float": 4}
 ELEMENT_BYTES = _BYTES  # bytes per MSL element type (pointers travel as ulong)
 

@@ -22,7 +22,10 @@ Paths (ops_dot_simdgroup.py has (b)):
  (b) simdgroup_matrix 8x8 tiles for float dots with M, N, K multiples of 8 that fit.
 (b) and (a') stage A and B in threadgroup memory anyway, so a ttg.convert_layout feeding
 them (into #dot_op) is folded: the dot stages the convert's source (`folds_convert`).
-Refused: tf32 / tf32x3 / bf16x3 input precisions (Apple has no tf32), fp8 operands.
+- fp8 operands (f8E4M3FN / f8E5M2, either mix): widened to fp16 where they are read or
+  staged (exact: every fp8 value is an fp16 value), then the fp16 dot above: fp32 products
+  and fp32 accumulation (NVIDIA without fp8 MMA upcasts the same way).
+Refused: tf32 / tf32x3 / bf16x3 input precisions (Apple has no tf32).
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ from msltrans.ir.model import Op, Value
 from msltrans.ir.types import ScalarType, TensorType
 from msltrans.layout import LinearLayout
 from msltrans.lower.emitter import LANE, WARP, Emitter
+from msltrans.lower.msl_types import FP8_TYPES
+from msltrans.lower.ops_fp8 import FP8_SHORT, need_fp8_support
 from msltrans.lower.registry import lowers
 from msltrans.lower.templates import environment
 
@@ -81,6 +86,10 @@ class DotInfo:
     acc_t: str  # MSL type the chain runs in ("float" or "int")
     out_t: str  # MSL element type of C and D
     is_int: bool
+    # fp8 operands (bytes) are widened to half, exactly, where they are read or staged:
+    # the MSL function applied to each raw element ("" = none).
+    a_conv: str = ""
+    b_conv: str = ""
 
     @staticmethod
     def shape(v: Value) -> tuple[int, ...]:
@@ -114,14 +123,19 @@ def _check(em: Emitter, op: Op) -> DotInfo:
     a, b, c = op.operands
     out = op.results[0]
     ea, eb, ec, eo = (_element(em, v) for v in (a, b, c, out))
+    convs = ["", ""]
     if ea.startswith("f8") or eb.startswith("f8"):
-        em.fail(f"tt.dot on {ea} x {eb}: fp8 is not supported on Metal",
-                "convert the operands to float16 or bfloat16 before tl.dot")
+        if not (ea in FP8_TYPES and eb in FP8_TYPES) or ec != eo or eo not in ("f32", "f16"):
+            em.fail(f"tt.dot {ea} x {eb} + {ec} -> {eo} is not a supported fp8 combination",
+                    "fp8 x fp8 (float8e4nv / float8e5, mixed allowed) -> fp32 or fp16")
+        need_fp8_support(em)
+        convs = [f"msl_{FP8_SHORT[e]}_to_half" for e in (ea, eb)]
+        ea = eb = "f16"  # every fp8 value is exact in half: the fp16 dot follows
     if ea != eb or ec != eo or (ea, eo) not in _ALLOWED:
         em.fail(f"tt.dot {ea} x {eb} + {ec} -> {eo} is not a supported combination",
                 "fp32/fp16/bf16 -> fp32, fp16 -> fp16, int8 -> int32")
     # max_num_imprecise_acc only changes fp8 dots on NVIDIA sm_90 (how often the tensor-core
-    # accumulator is promoted); fp8 is refused above, so the attribute is irrelevant here.
+    # accumulator is promoted); here every fp8 dot accumulates in fp32, so it has no effect.
     sa, sb, so = DotInfo.shape(a), DotInfo.shape(b), DotInfo.shape(out)
     if not (len(sa) == len(sb) == len(so) and len(sa) in (2, 3)):
         em.fail(f"tt.dot of shapes {sa} x {sb} -> {so}")
@@ -131,9 +145,9 @@ def _check(em: Emitter, op: Op) -> DotInfo:
         em.fail("tt.dot accumulator and result differ in type or layout",
                 "Triton gives C and D the same layout; report the kernel")
     is_int = ea == "i8"
-    in_t, out_t = em.ctype(a), em.ctype(out)
+    in_t, out_t = ("half" if convs[0] else em.ctype(a)), em.ctype(out)
     return DotInfo(a, b, c, out, sa[0] if len(sa) == 3 else 1, sa[-2], sb[-1], sa[-1],
-                   in_t, "int" if is_int else "float", out_t, is_int)
+                   in_t, "int" if is_int else "float", out_t, is_int, convs[0], convs[1])
 
 
 # ---- (a) registers -----------------------------------------------------------------------
@@ -221,7 +235,7 @@ def _emit_registers(em: Emitter, info: DotInfo, plan: RegisterPlan) -> None:
                                ("scratch_bytes", 0), ("barriers", 0), ("mma", 0)])
     render(em, "fma_registers", d=d, c=c, regs=regs, k=info.k, acc_t=info.acc_t,
            out_t=info.out_t, init=f"{info.acc_t}({c}[r])",
-           step=step_expr(info, f"{a}[{a_idx}]", f"{b}[{b_idx}]"))
+           step=step_expr(info, f"{info.a_conv}({a}[{a_idx}])", f"{info.b_conv}({b}[{b_idx}])"))
 
 
 # ---- (a') scratch --------------------------------------------------------------------------
@@ -255,9 +269,9 @@ def _emit_scratch(em: Emitter, info: DotInfo) -> None:
     render(em, "scratch_region", ctype=info.in_t, name="sb", scratch=scratch,
            byte_offset=off_b)
     em.line("threadgroup_barrier(mem_flags::mem_threadgroup);  // earlier scratch readers done")
-    for src, L, dst in ((a, L_a, "sa"), (b, L_b, "sb")):
+    for src, L, dst, conv in ((a, L_a, "sa", info.a_conv), (b, L_b, "sb", info.b_conv)):
         render(em, "stage", dst=dst, src=src, layout=L.name, regs=L.regs, lane=LANE,
-               warp=WARP, conv="")
+               warp=WARP, conv=conv)
     em.line("threadgroup_barrier(mem_flags::mem_threadgroup);")
     rank = len(DotInfo.shape(info.out))
     coords = [f"uint i = {L_o.coord_fn(rank - 2)}(r, {LANE}, {WARP});",

@@ -203,9 +203,9 @@ def emit_step(em: Emitter, info: DotInfo, r: Resident, mats: str, carried: str) 
         render(em, "scratch_region", ctype=info.in_t, name=name, scratch=scratch,
                byte_offset=off)
     em.line("threadgroup_barrier(mem_flags::mem_threadgroup);  // earlier scratch readers done")
-    for src, L, dst in ((src_a, L_a, "sa"), (src_b, L_b, "sb")):
+    for src, L, dst, conv in ((src_a, L_a, "sa", info.a_conv), (src_b, L_b, "sb", info.b_conv)):
         render(em, "stage", dst=dst, src=em.name(src), layout=L.name, regs=L.regs, lane=LANE,
-               warp=WARP, conv="")
+               warp=WARP, conv=conv)
     em.line("threadgroup_barrier(mem_flags::mem_threadgroup);")
     render(em, "simdgroup_mma", p=mma_params(info, p, init="", steps=True, store=False,
                                              acc=mats))

@@ -134,7 +134,7 @@ def emit(em: Emitter, info: DotInfo, p: SimdPlan) -> None:
                              (info.in_t, "sb", p.off_b)):
         render(em, "scratch_region", ctype=ctype, name=name, scratch=scratch, byte_offset=off)
     em.line("threadgroup_barrier(mem_flags::mem_threadgroup);  // earlier scratch readers done")
-    staged = [(a, L_a, "sa", ""), (b, L_b, "sb", "")]
+    staged = [(a, L_a, "sa", info.a_conv), (b, L_b, "sb", info.b_conv)]
     if not zero_c:
         staged.insert(0, (c, L_c, "sc", "float"))
     for src, L, dst, conv in staged:

@@ -1,4 +1,6 @@
-"""Triton's own elementwise ops: bitcast, fp_to_fp, clampf, precise sqrt/div, mulhiui."""
+"""Triton's own elementwise ops: bitcast, fp_to_fp, clampf, precise sqrt/div, mulhiui.
+
+fp_to_fp to or from fp8 is ops_fp8.fp8_convert."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from msltrans.ir.types import PointerType, ScalarType
 from msltrans.lower import msl_types
 from msltrans.lower.emitter import Emitter
 from msltrans.lower.ops_arith_float import clamp_expr
+from msltrans.lower.ops_fp8 import fp8_convert
 from msltrans.lower.registry import lowers
 from msltrans.lower.support import need_support
 
@@ -31,11 +34,11 @@ def fp_to_fp(em: Emitter, op: Op) -> None:
     src_t = msl_types.element(op.operands[0].type)
     dst_t = msl_types.element(op.results[0].type)
     assert isinstance(src_t, ScalarType) and isinstance(dst_t, ScalarType)
-    for t in (src_t, dst_t):
-        if t.name.startswith("f8"):
-            em.fail(f"{t.name} has no Metal type", "fp8 conversions are not supported")
-    dst = em.ctype(op.results[0])
     rounding = _ROUNDING.get(op.attrs.get("rounding"), op.attrs.get("rounding"))
+    if src_t.name.startswith("f8") or dst_t.name.startswith("f8"):
+        fp8_convert(em, op, rounding)  # software decode/encode (ops_fp8)
+        return
+    dst = em.ctype(op.results[0])
     if dst_t.bits < src_t.bits and rounding not in (None, "rtne", "rtz"):
         em.fail(f"fp_to_fp rounding mode {rounding}", "use 'rtne' or 'rtz'")
     if dst_t.bits < src_t.bits and rounding == "rtz":

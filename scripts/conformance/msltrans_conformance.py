@@ -168,10 +168,11 @@ def _refusal(exc: BaseException | None) -> BaseException | None:
     return None
 
 
-# Triton's front end refusing what MetalOptions declares absent (no fp8 types, no tf32): the
+# Triton's front end refusing what MetalOptions declares absent (fp8 types other than
+# fp8e4nv / fp8e5, tf32): the
 # same "refuse" as a MetalNonRecoverableError, raised one layer up.
 FRONTEND_REFUSALS = re.compile(
-    r"not supported in this architecture\. The supported fp8 dtypes are \(\)|"
+    r"not supported in this architecture\. The supported fp8 dtypes are \(|"
     r"input_precision must be one of \('ieee',\)")
 
 

@@ -30,7 +30,7 @@ def test_accepts_injected_and_vendor_kwargs():
     assert opt.extern_libs == (("libdevice", "/x.bc"),)
     assert opt.allowed_dot_input_precisions == ("ieee",)
     assert opt.default_dot_input_precision == "ieee"
-    assert opt.supported_fp8_dtypes == ()
+    assert opt.supported_fp8_dtypes == ("fp8e4nv", "fp8e5")
 
 
 def test_round_trip_through_dict_is_stable():
