@@ -25,9 +25,13 @@ class _ParamDecl:
 
 def _params(fn: Function, em: Emitter) -> tuple[list[MslParam], list[_ParamDecl]]:
     params, decls = [], []
+    used: set[str] = set()
     for index, arg in enumerate(fn.args):
         where = fn.loc.short()
         name = sanitize(arg.name)
+        if name in used:  # e.g. a descriptor's `x.shape.0` appears as i64 and as i32
+            name = f"{name}_{index}"
+        used.add(name)
         t = arg.value.type
         if isinstance(t, PointerType):
             msl = msl_types.ctype(t, where)

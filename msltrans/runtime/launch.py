@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.runtime.debug_buffer import DebugBuffer
+from msltrans.runtime.descriptors import expand_args, expand_signature, has_descriptors
 
 MAX_GRID_THREADS = 2**32 - 1  # dispatchThreads takes 32-bit thread counts per dimension
 
@@ -147,10 +148,13 @@ class Launcher:
     def __init__(self, src: Any, metadata: Any, engine: Engine) -> None:
         self.engine = engine
         signature = list(src.signature.values())
-        if any(isinstance(t, str) and t.startswith("tensordesc") for t in
-               flatten_signature(signature)):
-            raise MetalNonRecoverableError("tensor descriptors (tl.make_tensor_descriptor "
-                                           "host-side descriptors) are not supported on Metal")
+        top_names = list(getattr(getattr(src, "fn", None), "arg_names", []) or [])
+        # Host-side TensorDescriptors travel as the pointer/shape/stride arguments the
+        # descriptor rewrite gave the kernel (runtime/descriptors.py).
+        self.descriptor_signature = signature if has_descriptors(signature) else None
+        if self.descriptor_signature is not None:
+            signature = expand_signature(signature)
+        self.top_names = top_names
         self.signature = signature
         self.has_tuples = any(isinstance(t, tuple) for t in signature)
         flat = flatten_signature(signature)
@@ -205,6 +209,8 @@ class Launcher:
         return [str(k) for k in range(count)]
 
     def bind(self, args: Sequence[Any]) -> list[Any]:
+        if self.descriptor_signature is not None:
+            args = expand_args(args, self.descriptor_signature, self.top_names)
         flat = flatten_args(args, self.signature) if self.has_tuples else args
         if len(flat) != len(self.keep):
             raise MetalNonRecoverableError(
