@@ -39,10 +39,26 @@ def test_kind_mismatch_is_refused():
         Launcher(src, _meta(params), RecordingEngine())
 
 
-def test_tensor_descriptors_are_refused():
-    src = _src({"d": "tensordesc<fp32[16, 16]>"})
-    with pytest.raises(MetalNonRecoverableError, match="tensor descriptors"):
-        Launcher(src, _meta([]), RecordingEngine())
+def test_tensor_descriptor_expands_like_decompose_descriptor():
+    from triton.backends.driver import decompose_descriptor
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    src = _src({"d": "tensordesc<fp32[16, 8]>", "n": "i32"})
+    types = ["*fp32"] + ["i64"] * 4 + ["i1", "i1"] + ["i32"] * 2 + ["i64"] * 2 + ["i32"]
+    params = [_param(i, "pointer" if t.startswith("*") else "scalar", t)
+              for i, t in enumerate(types)]
+    launcher = Launcher(src, _meta(params), RecordingEngine())
+    x = torch.zeros(40, 24)
+    desc = TensorDescriptor(x, [40, 24], [24, 1], [16, 8], padding="nan")
+    bound = launcher.bind([desc, 7])
+    assert bound[0] is x
+    # Triton's own expansion of a host descriptor for GPUs without TMA metadata
+    assert bound[1:-1] == [int(v) for v in decompose_descriptor(desc)[1:]]
+    assert bound[5] == 1 and bound[-1] == 7  # padding="nan"; the scalar after the descriptor
+    with pytest.raises(MetalNonRecoverableError, match="rank-2 TensorDescriptor"):
+        launcher.bind([x, 7])
+    with pytest.raises(MetalNonRecoverableError, match="declares 1 Metal buffers"):
+        Launcher(src, _meta(params[:1]), RecordingEngine())
 
 
 def test_ttgir_style_signature_and_casts():
