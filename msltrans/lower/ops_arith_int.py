@@ -58,6 +58,28 @@ def _unsigned_divrem(is_rem: bool):  # noqa: ANN202
     return lower
 
 
+@lowers("arith.ceildivsi")
+def ceildivsi(em: Emitter, op: Op) -> None:
+    # Rounds the quotient toward +inf: the truncated quotient, plus one when the division
+    # is inexact and the exact quotient is positive (remainder and divisor of one sign).
+    # Zero divisors and INT_MIN / -1 (poison in the IR) give what arith.divsi gives.
+    c = int_ctype(em, op)
+    lo = int_literal(-(1 << (BITS[c] - 1)), c)
+    em.elementwise(op, lambda a, b: (
+        f"({b} == {c}(0) ? {_all_ones_on_zero(c, a)} : "
+        f"({a} == {lo} && {b} == {c}(-1)) ? {lo} : "
+        f"{c}({a} / {b} + (({a} % {b} != {c}(0) && (({a} % {b}) ^ {b}) >= {c}(0)) ? 1 : 0)))"))
+
+
+@lowers("arith.ceildivui")
+def ceildivui(em: Emitter, op: Op) -> None:
+    c = int_ctype(em, op)
+    u = msl_types.unsigned(c)
+    em.elementwise(op, lambda a, b: (
+        f"({b} == {c}(0) ? {_all_ones_on_zero(c, a)} : "
+        f"{c}({u}({a}) / {u}({b}) + ({u}({a}) % {u}({b}) != {u}(0) ? 1 : 0)))"))
+
+
 lowers("arith.divsi")(_signed_divrem(False))
 lowers("arith.remsi")(_signed_divrem(True))
 lowers("arith.divui")(_unsigned_divrem(False))
