@@ -55,8 +55,19 @@ def compile_ttgir(path: str | Path) -> MslProgram:
     return lower_module(read_ttgir_file(path))
 
 
+_CHECKED: set[str] = set()
+
+
 def check_msl_compiles(source: str) -> None:
-    """Syntax- and type-check MSL with clang against the simulator's metal_stdlib shim."""
+    """Syntax- and type-check MSL with clang against the simulator's metal_stdlib shim
+    (once per distinct source in a process)."""
+    if source in _CHECKED:
+        return
+    _check_msl_compiles(source)
+    _CHECKED.add(source)
+
+
+def _check_msl_compiles(source: str) -> None:
     clang = shutil.which("clang-19") or shutil.which("clang")
     if clang is None:
         return
