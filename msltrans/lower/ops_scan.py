@@ -1,70 +1,148 @@
 """tt.scan (inclusive; forward or reverse) on any axis, N operands, any combine region.
 
-Hierarchical over the bits of the axis coordinate, least significant first (docs/reductions.md):
-  1. serial: the lowest axis bits held in registers form a chunk; each thread scans its
-     chunks in order (P = prefix within the chunk, T = chunk total);
-  2. every higher axis bit doubles the block: lane bits exchange T with a shuffle_xor,
-     a run of warp bits exchanges T through threadgroup scratch (one pass: each thread folds
-     the totals of the simdgroups before it), register bits pair two chunks of one thread.
-     A chunk in the later half adds the earlier half's total to its carry C (on the left);
-  3. every element: combine(C, P).
-Work per element is O(1) plus O(log lanes + warps) per chunk: no quadratic fold.
-`reverse` runs the same plan on mirrored positions (every axis bit flipped).
+The order of combination is Triton's NVIDIA lowering (ScanOpToLLVM.cpp), operation for
+operation, so floating scans give the bits Triton's CUDA backend gives (docs/reductions.md).
+The axis coordinate is split as Triton's ScanLoweringHelper splits it:
+  pos = s + S * (lane + L * (warp + W * block))
+S = contiguous elements per thread (its getContigPerThread), L lanes and W simdgroups along
+the axis, B = the register repeats above them. Per thread and per column off the axis:
+  1. serial: each chunk of S registers is folded left to right (P);
+  2. lanes: Hillis-Steele on the chunk totals, `f(from lane - d, mine)` for d = 1, 2, ... L/2;
+  3. simdgroups (W > 1): the warp totals go through threadgroup scratch and every thread
+     folds them serially, block after block; one warp (W = 1): the last lane's value of a
+     block is the carry of the next block;
+  4. the chunk's last element is `f(carry, H)`, the others `f(previous lane's last, P)`.
+`reverse` is Triton's flip(scan(flip)): the same plan on mirrored positions.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 from msltrans.ir.model import Op
-from msltrans.lower.axis_plan import AxisBit, AxisPlan, pext_expr, spread, thread_bits
+from msltrans.layout import LinearLayout, _parse_params
+from msltrans.lower.axis_plan import AxisPlan, pext_expr, spread, thread_bits
 from msltrans.lower.combine import (
     Combine,
+    barrier,
     batch_size,
     combine_of,
     emit_combine,
     plan_of,
-    publish,
     register_table,
     scratch_arrays,
-    shuffle_xor,
 )
 from msltrans.lower.emitter import LANE, WARP, Emitter
 from msltrans.lower.registry import lowers
+from msltrans.lower.templates import environment
+
+
+def _order(encoding: str, rank: int) -> list[int]:
+    """The dim order Triton's scan helper uses: a #blocked's `order`; for a #slice the
+    parent's without the sliced dim; else minor-most last (Triton scans only #blocked)."""
+    text = encoding.strip()
+    if text.startswith("#ttg.blocked"):
+        return [int(d) for d in _parse_params(text)["order"]]
+    if text.startswith("#ttg.slice"):
+        attrs = _parse_params(text)
+        dim = int(attrs["dim"])
+        parent = _order(str(attrs["parent"]), rank + 1)
+        return [d - (d > dim) for d in parent if d != dim]
+    return list(reversed(range(rank)))
+
+
+def contig_per_thread(ll: LinearLayout, order: list[int]) -> list[int]:
+    """Triton's getContigPerThread: walking the register bases in order, the run of bases
+    1, 2, 4, ... along each dim in `order` (broadcast registers are already dropped)."""
+    rank = len(ll.shape)
+    contig = [1] * rank
+    it = 0
+    for d in order:
+        while it < len(ll.reg) and ll.reg[it] == tuple(contig[d] if e == d else 0
+                                                        for e in range(rank)):
+            contig[d] *= 2
+            it += 1
+    return contig
+
+
+def _pdep_expr(value: str, bits: list[int]) -> str:
+    """MSL: bit i of `value` moved to position bits[i] (0 if no bits)."""
+    if not bits:
+        return "0u"
+    if bits == list(range(bits[0], bits[0] + len(bits))):
+        return f"(({value}) << {bits[0]}u)"
+    return "(" + " | ".join(f"((({value}) >> {i}u) & 1u) << {b}u"
+                            for i, b in enumerate(bits)) + ")"
+
+
+@dataclass(frozen=True)
+class _Split:
+    chunk: list[int]  # register bits of s (axis order)
+    lanes: list[int]  # lane bits along the axis
+    warps: list[int]  # warp bits along the axis
+    blocks: list[int]  # register bits of the repeats above the warps
+
+    @property
+    def sizes(self) -> tuple[int, int, int, int]:
+        return (1 << len(self.chunk), 1 << len(self.lanes), 1 << len(self.warps),
+                1 << len(self.blocks))
+
+
+def split_axis(em: Emitter, plan: AxisPlan, contig: int) -> _Split:
+    bits = list(plan.bits)
+    n_chunk = contig.bit_length() - 1
+    chunk = [b.bit for b in bits[:n_chunk]]
+    rest = bits[n_chunk:]
+    kinds = "".join(b.kind[0] for b in rest)  # r / l / w
+    if any(b.kind != "reg" for b in bits[:n_chunk]) or not re.fullmatch("l*w*r*", kinds):
+        held = ", ".join({"r": "register", "l": "lane", "w": "simdgroup"}[k] for k in kinds)
+        em.fail(f"scan axis {plan.axis}: above its {1 << n_chunk} contiguous register(s) the "
+                f"axis bits (lowest first) are held by {held}; Triton's scan order needs "
+                "lanes, then simdgroups, then register repeats",
+                "scan a #blocked tensor (or convert_layout to one first)")
+    lanes, warps = kinds.count("l"), kinds.count("w")
+    return _Split(chunk, [b.bit for b in rest[:lanes]],
+                  [b.bit for b in rest[lanes:lanes + warps]],
+                  [b.bit for b in rest[lanes + warps:]])
 
 
 class _Scan:
-    def __init__(self, em: Emitter, op: Op, comb: Combine, plan: AxisPlan, reverse: bool):
-        self.em, self.comb, self.plan, self.reverse = em, comb, plan, reverse
-        bits = list(plan.bits)
-        self.chunk = []
-        while bits and bits[0].kind == "reg":
-            self.chunk.append(bits.pop(0).bit)
-        self.steps: list[AxisBit] = bits
-        self.group_bits = list(plan.other_regs) + [b.bit for b in bits if b.kind == "reg"]
-        self.groups = 1 << len(self.group_bits)
-        self.n = 1 << len(self.chunk)
+    def __init__(self, em: Emitter, op: Op, comb: Combine, plan: AxisPlan, split: _Split,
+                 reverse: bool):
+        self.em, self.comb, self.plan, self.split, self.rev = em, comb, plan, split, reverse
+        self.S, self.L, self.W, self.B = split.sizes
+        others = list(plan.other_regs)
+        self.K = (1 << len(others)) * self.B  # chunks per thread: column-major, block-minor
         self.srcs = [em.name(v) for v in op.operands]
         self.outs = [em.declare(v) for v in op.results]
-        self.tot = self._arrays("msl_tot")
-        self.carry = self._arrays("msl_carry")
-        self.has = em.fresh("msl_has")
-        em.line(f"bool {self.has}[{self.groups}];")
-        self.done_lanes = 0  # lane bits already folded into T (T is equal across them)
-        regs = [spread(c, self.group_bits) | spread(s, self.chunk)
-                for c in range(self.groups) for s in range(self.n)]
+        regs = []
+        for o in range(1 << len(others)):
+            for bb in range(self.B):
+                b = self.B - 1 - bb if reverse else bb
+                for ss in range(self.S):
+                    s = self.S - 1 - ss if reverse else ss
+                    regs.append(spread(o, others) | spread(b, split.blocks)
+                                | spread(s, split.chunk))
         self.table = register_table(em, "scan_regs", regs)
+        self.lp = self._coord("msl_lp", LANE, split.lanes, self.L)
+        self.wp = self._coord("msl_wp", WARP, split.warps, self.W)
 
-    def _arrays(self, hint: str) -> list[str]:
-        names = []
-        for c in self.comb.ctypes:
-            name = self.em.fresh(hint)
-            self.em.line(f"{c} {name}[{self.groups}];")
-            names.append(name)
-        return names
+    # ---- helpers ------------------------------------------------------------------------
+    def _coord(self, hint: str, var: str, bits: list[int], size: int) -> str:
+        """This thread's position along the axis in scan order (mirrored for reverse)."""
+        name = self.em.fresh(hint)
+        raw = pext_expr(var, bits)
+        self.em.line(f"uint {name} = {f'{size - 1}u - {raw}' if self.rev else raw};")
+        return name
 
-    def reg(self, c: str, s: int | str) -> str:
-        return f"{self.table}[{c} * {self.n}u + {s}]"
+    def reg(self, k: str, s: int | str) -> str:
+        return f"{self.table}[{k} * {self.S}u + {s}]"
 
-    def loop(self, var: str, count: int, first: int = 0) -> None:
+    def at(self, arrays: list[str], k: str, s: int | str) -> list[str]:
+        return [f"{a}[{self.reg(k, s)}]" for a in arrays]
+
+    def loop(self, var: str, count: int | str, first: int | str = 0) -> None:
         self.em.line(f"for (uint {var} = {first}u; {var} < {count}u; ++{var}) {{")
         self.em.indent(1)
 
@@ -72,149 +150,193 @@ class _Scan:
         self.em.indent(-1)
         self.em.line("}")
 
-    def add_carry(self, c: str, left: list[str]) -> None:
-        """C[c] = combine(left, C[c]) (or left when C[c] is still empty)."""
-        em = self.em
-        em.line(f"if ({self.has}[{c}]) {{")
-        em.indent(1)
-        cur = [f"{k}[{c}]" for k in self.carry]
-        emit_combine(em, self.comb, left, cur, cur)
-        em.indent(-1)
-        em.line("} else {")
-        for k, v in zip(self.carry, left, strict=True):
-            em.line(f"    {k}[{c}] = {v};")
-        em.line("}")
-        em.line(f"{self.has}[{c}] = true;")
+    def open_if(self, cond: str) -> None:
+        self.em.line(f"if ({cond}) {{")
+        self.em.indent(1)
 
+    def vars(self, hint: str) -> list[str]:
+        names = [self.em.fresh(hint) for _ in self.comb.ctypes]
+        for c, n in zip(self.comb.ctypes, names, strict=True):
+            self.em.line(f"{c} {n};")
+        return names
+
+    def assign(self, dst: list[str], src: list[str]) -> None:
+        for d, s in zip(dst, src, strict=True):
+            self.em.line(f"{d} = {s};")
+
+    def lane_of(self, pos: str) -> str:
+        """The lane holding scan position `pos` along the axis (same off-axis lane bits)."""
+        mask = self.plan.mask("lane", self.split.lanes)
+        phys = f"({self.L - 1}u - ({pos}))" if self.rev else f"({pos})"
+        return f"ushort(({LANE} & {0xFFFFFFFF ^ mask}u) | {_pdep_expr(phys, self.split.lanes)})"
+
+    def shuffle(self, value: str, lane: str) -> str:
+        block = str(environment().get_template("scan.metal.j2").module.shuffle_idx_helpers())
+        if block not in self.em.prelude:
+            self.em.prelude.append(block)
+        return f"msl_shfl_idx({value}, {lane})"
+
+    def prev_lane(self) -> str:
+        """The lane one position earlier in scan order (this lane for the first)."""
+        name = self.em.fresh("msl_prev_lane")
+        self.em.line(f"ushort {name} = {self.lp} >= 1u ? {self.lane_of(f'{self.lp} - 1u')} : "
+                     f"ushort({LANE});")
+        return name
+
+    # ---- the steps ----------------------------------------------------------------------
     def serial(self) -> None:
-        em, n = self.em, self.n
-        c = em.fresh("msl_c")
-        self.loop(c, self.groups)
-        first = n - 1 if self.reverse else 0
-        for out, src in zip(self.outs, self.srcs, strict=True):
-            em.line(f"{out}[{self.reg(c, f'{first}u')}] = {src}[{self.reg(c, f'{first}u')}];")
-        if n > 1:
-            t = em.fresh("msl_t")
-            self.loop(t, n, 1)
-            s, prev = (f"({n - 1}u - {t})", f"({n}u - {t})") if self.reverse else (t, f"({t} - 1u)")
-            emit_combine(em, self.comb, [f"{o}[{self.reg(c, prev)}]" for o in self.outs],
-                         [f"{x}[{self.reg(c, s)}]" for x in self.srcs],
-                         [f"{o}[{self.reg(c, s)}]" for o in self.outs])
+        em, k = self.em, self.em.fresh("msl_k")
+        self.loop(k, self.K)
+        self.assign(self.at(self.outs, k, "0u"), self.at(self.srcs, k, "0u"))
+        if self.S > 1:
+            s = em.fresh("msl_s")
+            self.loop(s, self.S, 1)
+            emit_combine(em, self.comb, self.at(self.outs, k, f"({s} - 1u)"),
+                         self.at(self.srcs, k, s), self.at(self.outs, k, s))
             self.end()
-        last = 0 if self.reverse else n - 1
-        for tot, out in zip(self.tot, self.outs, strict=True):
-            em.line(f"{tot}[{c}] = {out}[{self.reg(c, f'{last}u')}];")
-        em.line(f"{self.has}[{c}] = false;")
         self.end()
 
-    def lane_step(self, bit: int) -> None:
-        em, mask = self.em, 1 << bit
-        c = em.fresh("msl_c")
-        self.loop(c, self.groups)
-        other = []
-        for tot, ct in zip(self.tot, self.comb.ctypes, strict=True):
-            o = em.fresh("msl_other")
-            em.line(f"{ct} {o} = {shuffle_xor(em, f'{tot}[{c}]', mask)};")
-            other.append(o)
-        late = em.fresh("msl_late")  # this lane is in the later half of the block
-        em.line(f"bool {late} = ({LANE} & {mask}u) {'==' if self.reverse else '!='} 0u;")
-        em.line(f"if ({late}) {{")
-        em.indent(1)
-        self.add_carry(c, other)
-        self.end()
-        mine = [f"{t}[{c}]" for t in self.tot]
-        emit_combine(em, self.comb, [f"{late} ? {o} : {m}" for o, m in zip(other, mine,
-                                                                           strict=True)],
-                     [f"{late} ? {m} : {o}" for o, m in zip(other, mine, strict=True)], mine)
-        self.end()
-        self.done_lanes |= mask
+    def warp_scan(self) -> None:
+        """Hillis-Steele over the lanes along the axis on each chunk's last element."""
+        em, last = self.em, f"{self.S - 1}u"
+        d = 1
+        while d <= self.L // 2:
+            src = em.fresh("msl_src_lane")
+            em.line(f"ushort {src} = {self.lp} >= {d}u ? {self.lane_of(f'{self.lp} - {d}u')} : "
+                    f"ushort({LANE});")
+            k = em.fresh("msl_k")
+            self.loop(k, self.K)
+            mine = self.at(self.outs, k, last)
+            got = []
+            for c, m in zip(self.comb.ctypes, mine, strict=True):
+                g = em.fresh("msl_up")
+                em.line(f"{c} {g} = {self.shuffle(m, src)};")
+                got.append(g)
+            self.open_if(f"{self.lp} >= {d}u")
+            emit_combine(em, self.comb, got, mine, mine)
+            self.end()
+            self.end()
+            d *= 2
 
-    def reg_step(self, bit: int) -> None:
+    def finish_chunk(self, k: str, first: str, prev: list[str]) -> None:
+        """Elements before the chunk's last: f(prev, P) (P alone for the very first thread)."""
+        if self.S == 1:
+            return
         em = self.em
-        cmask = 1 << self.group_bits.index(bit)
-        c = em.fresh("msl_c")
-        self.loop(c, self.groups)
-        em.line(f"if (({c} & {cmask}u) != 0u) continue;")
-        early, late = em.fresh("msl_early"), em.fresh("msl_late")
-        pair = (f"{c} | {cmask}u", c) if self.reverse else (c, f"{c} | {cmask}u")
-        em.line(f"uint {early} = {pair[0]};")
-        em.line(f"uint {late} = {pair[1]};")
-        first = [f"{t}[{early}]" for t in self.tot]
-        self.add_carry(late, first)
-        emit_combine(em, self.comb, first, [f"{t}[{late}]" for t in self.tot], first)
-        for t in self.tot:
-            em.line(f"{t}[{late}] = {t}[{early}];")
+        self.open_if(f"!({first})")
+        s = em.fresh("msl_s")
+        self.loop(s, self.S - 1)
+        cur = self.at(self.outs, k, s)
+        emit_combine(em, self.comb, prev, cur, cur)
+        self.end()
         self.end()
 
-    def warp_pass(self, warp_bits: list[int]) -> None:
-        em, comb, k_count = self.em, self.comb, 1 << len(warp_bits)
-        lanes, warps = thread_bits(self.plan, self.done_lanes, self.plan.mask("warp", warp_bits))
+    def across_warps(self) -> None:
+        em, comb, W = self.em, self.comb, self.W
+        lanes, warps = thread_bits(self.plan, self.plan.mask("lane", self.split.lanes),
+                                   self.plan.mask("warp", self.split.warps))
         q_count = 1 << (len(lanes) + len(warps))
-        q, k, pos = em.fresh("msl_q"), em.fresh("msl_k"), em.fresh("msl_pos")
+        q = em.fresh("msl_q")
         em.line(f"uint {q} = {pext_expr(LANE, lanes)} | ({pext_expr(WARP, warps)} << "
                 f"{len(lanes)}u);")
-        em.line(f"uint {k} = {pext_expr(WARP, warp_bits)};")
-        em.line(f"uint {pos} = {f'{k_count - 1}u - {k}' if self.reverse else k};")
-        batch = batch_size(comb.ctypes, k_count * q_count, self.groups)
-        for c0 in range(0, self.groups, batch):
-            b = min(batch, self.groups - c0)
-            bufs = scratch_arrays(em, comb.ctypes, k_count * q_count * b)
-            c = em.fresh("msl_c")
+        prev_lane = self.prev_lane() if self.L > 1 else None
+        acc, masked = self.vars("msl_acc"), self.vars("msl_masked")
+        last = f"{self.S - 1}u"
+        batch = batch_size(comb.ctypes, W * q_count, self.K)
+        for k0 in range(0, self.K, batch):
+            nb = min(batch, self.K - k0)
+            bufs = scratch_arrays(em, comb.ctypes, nb * W * q_count)
+            k = em.fresh("msl_k")
 
-            def slot(kk: str, c: str = c, b: int = b, c0: int = c0) -> str:
-                return f"({kk} * {q_count}u + {q}) * {b}u + ({c} - {c0}u)"
+            def slot(kk: str, w: str, k0: int = k0) -> str:
+                return f"((({kk} - {k0}u) * {W}u + {w}) * {q_count}u + {q})"
 
-            def at(p: str) -> str:
-                return slot(f"({k_count - 1}u - {p})" if self.reverse else p)
-            publish(em, bufs, self.tot, slot(k), c, c0, b, self.done_lanes, "total")
-            self.loop(c, c0 + b, c0)
-            run, before = [], []
-            for buf, ct in zip(bufs, comb.ctypes, strict=True):
-                r, e = em.fresh("msl_run"), em.fresh("msl_before")
-                em.line(f"{ct} {r} = {buf}[{at('0u')}];")
-                em.line(f"{ct} {e} = {r};")
-                run.append(r)
-                before.append(e)
-            p = em.fresh("msl_p")
-            self.loop(p, k_count, 1)
-            for r, e in zip(run, before, strict=True):
-                em.line(f"if ({p} == {pos}) {e} = {r};  // the simdgroups before this one")
-            emit_combine(em, comb, run, [f"{buf}[{at(p)}]" for buf in bufs], run)
+            barrier(em)  # earlier users of the scratch are done
+            self.open_if(f"{self.lp} == {self.L - 1}u")  # the warp total of each chunk
+            self.loop(k, k0 + nb, k0)
+            for buf, v in zip(bufs, self.at(self.outs, k, last), strict=True):
+                em.line(f"{buf}[{slot(k, self.wp)}] = {v};")
             self.end()
-            em.line(f"if ({pos} > 0u) {{")
+            self.end()
+            barrier(em)
+            self.loop(k, k0 + nb, k0)
+            bb, i = em.fresh("msl_b"), em.fresh("msl_i")
+            em.line(f"uint {bb} = {k} % {self.B}u;")
+            self.loop(i, W)
+            part = [f"{buf}[{slot(k, i)}]" for buf in bufs]
+            self.open_if(f"{bb} == 0u && {i} == 0u")
+            self.assign(acc, part)
+            self.assign(masked, acc)
+            self.end()
+            em.line("else {")
             em.indent(1)
-            self.add_carry(c, before)
+            emit_combine(em, comb, acc, part, acc)
+            self.open_if(f"{self.wp} >= {i} + 1u")
+            self.assign(masked, acc)
             self.end()
-            for tot, r in zip(self.tot, run, strict=True):
-                em.line(f"{tot}[{c}] = {r};")
+            self.end()
+            self.end()
+            first = em.fresh("msl_first")
+            em.line(f"bool {first} = {bb} == 0u && {self.wp} == 0u;")
+            mine = self.at(self.outs, k, last)
+            self.open_if(f"!{first}")
+            emit_combine(em, comb, masked, mine, mine)
+            self.end()
+            prev = self.vars("msl_prev")
+            if prev_lane is None:
+                self.assign(prev, masked)
+            else:
+                self.assign(prev, [self.shuffle(m, prev_lane) for m in mine])
+                self.open_if(f"{self.lp} == 0u")
+                self.assign(prev, masked)
+                self.end()
+            self.finish_chunk(k, f"{first} && {self.lp} == 0u", prev)
+            self.assign(masked, acc)
             self.end()
 
-    def finish(self) -> None:
-        em = self.em
-        c, s = em.fresh("msl_c"), em.fresh("msl_s")
-        self.loop(c, self.groups)
-        em.line(f"if (!{self.has}[{c}]) continue;")
-        self.loop(s, self.n)
-        cur = [f"{o}[{self.reg(c, s)}]" for o in self.outs]
-        emit_combine(em, self.comb, [f"{k}[{c}]" for k in self.carry], cur, cur)
+    def one_warp(self) -> None:
+        em, last = self.em, f"{self.S - 1}u"
+        prev_lane = self.prev_lane() if self.L > 1 else None
+        last_lane = None
+        if self.L > 1 and self.B > 1:
+            last_lane = em.fresh("msl_last_lane")
+            em.line(f"ushort {last_lane} = {self.lane_of(f'{self.L - 1}u')};")
+        carry = self.vars("msl_carry")
+        k, bb = em.fresh("msl_k"), em.fresh("msl_b")
+        self.loop(k, self.K)
+        em.line(f"uint {bb} = {k} % {self.B}u;")
+        mine = self.at(self.outs, k, last)
+        self.open_if(f"{bb} == 0u")
+        self.assign(carry, mine)
         self.end()
+        em.line("else {")
+        em.indent(1)
+        emit_combine(em, self.comb, carry, mine, mine)
+        self.end()
+        prev = self.vars("msl_prev")
+        if prev_lane is not None:
+            self.assign(prev, [self.shuffle(m, prev_lane) for m in mine])
+            self.open_if(f"{self.lp} == 0u")
+            self.assign(prev, carry)
+            self.end()
+        else:
+            # One lane along the axis: the previous chunk ends at the carry. (Triton's code
+            # combines this chunk's own last element here, which is not a scan; Triton's
+            # passes never give a tl kernel such a layout: docs/reductions.md.)
+            self.assign(prev, carry)
+        if self.B > 1:
+            self.assign(carry, [self.shuffle(m, last_lane) for m in mine]
+                        if last_lane is not None else mine)
+        self.finish_chunk(k, f"{bb} == 0u && {self.lp} == 0u", prev)
         self.end()
 
     def run(self) -> None:
         self.serial()
-        steps = list(self.steps)
-        while steps:
-            step = steps.pop(0)
-            if step.kind == "lane":
-                self.lane_step(step.bit)
-            elif step.kind == "reg":
-                self.reg_step(step.bit)
-            else:
-                run = [step.bit]
-                while steps and steps[0].kind == "warp":
-                    run.append(steps.pop(0).bit)
-                self.warp_pass(run)
-        self.finish()
+        self.warp_scan()
+        if self.W > 1:
+            self.across_warps()
+        elif self.S > 1 or self.B > 1:
+            self.one_warp()
 
 
 @lowers("tt.scan")
@@ -225,4 +347,7 @@ def scan(em: Emitter, op: Op) -> None:
     comb = combine_of(em, op)
     plan = plan_of(em, op, axis, list(op.operands[1:]) + list(op.results),
                    "tt.scan operands/results in different layouts", "scan")
-    _Scan(em, op, comb, plan, bool(op.attrs.get("reverse", False))).run()
+    ref = em.layout(op.operands[0])
+    contig = contig_per_thread(ref.ll, _order(ref.encoding, len(ref.ll.shape)))[axis]
+    split = split_axis(em, plan, contig)
+    _Scan(em, op, comb, plan, split, bool(op.attrs.get("reverse", False))).run()

@@ -3,14 +3,19 @@ user combines (tl.associative_scan, incl. a non-commutative one), tiles past 102
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 import triton
 import triton.language as tl
 
+from msltrans.errors import MetalNonRecoverableError
+from msltrans.ir import to_ttgir
 from tests.support.combine import max_nan, mul
 from tests.support.reduce_ref import assert_float_same, assert_sum_close, int_scan
-from tests.support.run_kernel import run_kernel
+from tests.support.run_kernel import compile_ttgir, dispatch, run_kernel
 from tests.support.values import mixed_values
 
 SLOW = pytest.mark.slow
@@ -164,3 +169,43 @@ def test_scratch_batches_int64() -> None:
     assert program.source.count("threadgroup_barrier") > 6
     np.testing.assert_array_equal(s, int_scan(x, "sum", 0, False))
     np.testing.assert_array_equal(r, int_scan(x, "sum", 0, False)[-1])
+
+
+@triton.jit
+def scan64_kernel(x_ptr, s_ptr, r_ptr):
+    offs = tl.arange(0, 64)
+    x = tl.load(x_ptr + offs)
+    tl.store(s_ptr + offs, tl.cumsum(x, axis=0))
+    tl.store(r_ptr + offs, tl.cumsum(x, axis=0, reverse=True))
+
+
+def _scan64_with(tmp_path: Path, linear: str) -> Path:
+    """scan64_kernel's TTGIR with its one #blocked layout replaced by `linear`."""
+    text = str(to_ttgir(scan64_kernel, {"x_ptr": "*i32", "s_ptr": "*i32", "r_ptr": "*i32"},
+                        {}, 1))
+    text, n = re.subn(r"^#blocked = .*$", f"#blocked = {linear}", text, flags=re.M)
+    assert n == 1 and "#blocked1" not in text
+    path = tmp_path / "scan64.ttgir"
+    path.write_text(text)
+    return path
+
+
+def test_scan_permuted_lanes(tmp_path: Path) -> None:
+    # Axis lanes out of lane-id order (lane bit 1 holds axis bit 0): the Hillis-Steele
+    # shuffles must read the lane that holds position l - d, not lane - d.
+    path = _scan64_with(tmp_path, "#ttg.linear<{register = [[32]], lane = [[2], [1], [4], [8], "
+                        "[16]], warp = [], block = []}>")
+    x = mixed_values("int32", 64, seed=3)
+    s, r = np.zeros_like(x), np.zeros_like(x)
+    dispatch(compile_ttgir(path), (1,), (x, s, r))
+    np.testing.assert_array_equal(s, int_scan(x, "sum", 0, False))
+    np.testing.assert_array_equal(r, int_scan(x, "sum", 0, True))
+
+
+def test_scan_refuses_registers_between_lanes(tmp_path: Path) -> None:
+    # Axis bit 1 in a register between lane bits: not Triton's (lanes, warps, repeats) split.
+    path = _scan64_with(tmp_path, "#ttg.linear<{register = [[2]], lane = [[1], [4], [8], [16], "
+                        "[32]], warp = [], block = []}>")
+    with pytest.raises(MetalNonRecoverableError, match="lanes, then simdgroups") as err:
+        compile_ttgir(path)
+    assert "convert_layout" in str(err.value)
