@@ -250,3 +250,35 @@ def test_layer_norm_backward() -> None:
                num_warps=4, BLOCK_SIZE_M=32, BLOCK_SIZE_N=128)
     np.testing.assert_allclose(dw, wt.grad.numpy(), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(db, bt.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_layer_norm_backward_fp16_partials_like_the_tutorial() -> None:
+    """Tutorial 05's own configuration: fp16 data and fp16 partial-sum buffers, many rows per
+    lock group. db/dw are checked against float64 sums with the tutorial's atol (1e-2).
+    (The tutorial's script compares against torch's *CPU* fp16 layer_norm backward, which is
+    itself off by 0.06 at M=1151, N=8192, so the unmodified script's assertion fails on CPU;
+    docs/conformance-tutorials.md records the measurement.)"""
+    M, N, group, block = 240, 1000, 16, 1024
+    rng = np.random.default_rng(5)
+    x = (-2.3 + 0.5 * rng.standard_normal((M, N))).astype(np.float16)
+    w = rng.random(N).astype(np.float16)
+    dy = (0.1 * rng.standard_normal((M, N))).astype(np.float16)
+    eps = 1e-5
+    x64, dy64 = x.astype(np.float64), dy.astype(np.float64)
+    mean = x64.mean(axis=1)
+    rstd = 1 / np.sqrt(x64.var(axis=1) + eps)
+    dx = np.zeros_like(x)
+    part_dw, part_db = np.zeros((group, N), np.float16), np.zeros((group, N), np.float16)
+    locks = np.zeros(2 * group, np.int32)
+    run_kernel(_layer_norm_bwd_dx_fused, (M,), dx, dy, part_dw, part_db, x, w,
+               mean.astype(np.float32), rstd.astype(np.float32), locks, N, N, num_warps=4,
+               GROUP_SIZE_M=group, BLOCK_SIZE_N=block)
+    assert not locks[:group].any()
+    assert (locks[group:] == 1).all()  # every group's "first store done" flag was set
+    dw, db = np.zeros(N, np.float16), np.zeros(N, np.float16)
+    run_kernel(_layer_norm_bwd_dwdb, (triton.cdiv(N, 128),), part_dw, part_db, dw, db, group, N,
+               num_warps=4, BLOCK_SIZE_M=32, BLOCK_SIZE_N=128)
+    xhat = (x64 - mean[:, None]) * rstd[:, None]
+    np.testing.assert_allclose(db.astype(np.float64), dy64.sum(axis=0), rtol=0, atol=1e-2)
+    np.testing.assert_allclose(dw.astype(np.float64), (dy64 * xhat).sum(axis=0), rtol=0,
+                               atol=1e-2)
