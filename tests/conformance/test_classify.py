@@ -35,6 +35,14 @@ REFUSED = "refused: MetalNonRecoverableError: "
      "asks for an LLVM/PTX artifact"),
     ({"outcome": "fail", "reason": "AssertionError: Tensor-likes are not equal!"}, "real",
      "wrong result"),
+    ({"outcome": "fail", "id": "t/test_core.py::test_scan2d[cumsum-bfloat16-shape378-1-False-4]",
+      "reason": "AssertionError: \nNot equal to tolerance rtol=0.01, atol=0"}, "test-assumes",
+     "the tree's tl.cumsum/cumprod promote bf16 to f32, Triton 3.9.0's do not "
+     "(tree/release skew; msltrans's bits equal CUDA's)"),
+    # the same failure on any other dtype is ours
+    ({"outcome": "fail", "id": "t/test_core.py::test_scan2d[cumsum-float16-shape378-1-False-4]",
+      "reason": "AssertionError: \nNot equal to tolerance rtol=0.01, atol=0"}, "real",
+     "wrong result"),
     ({"outcome": "timeout", "reason": "TestTimeout"}, "real", "timeout"),
     ({"outcome": "crash", "reason": "worker 'gw0' crashed while running 'x'"}, "real", "crash"),
 ])
