@@ -26,3 +26,9 @@ class MetalNonRecoverableError(RuntimeError):
         if hint:
             msg += f" ({hint})"
         super().__init__(msg)
+
+
+class MetalPointerDeviceError(MetalNonRecoverableError, ValueError):
+    """A pointer argument is not a tensor in the engine's memory (a CPU tensor on the MPS
+    engine, say). Also a `ValueError`, which is what Triton's CUDA and AMD drivers raise for a
+    pointer they cannot access, so code written against them catches it unchanged."""

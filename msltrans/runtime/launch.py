@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from msltrans.errors import MetalNonRecoverableError
+from msltrans.errors import MetalNonRecoverableError, MetalPointerDeviceError
 from msltrans.runtime.debug_buffer import DebugBuffer
 from msltrans.runtime.descriptors import expand_args, expand_signature, has_descriptors
 
@@ -101,13 +101,13 @@ def _pointer_converter(name: str, triton_type: str, device_type: str) -> Callabl
     # per launch.
     flag = f"is_{device_type}"
 
-    def refuse(arg: Any) -> MetalNonRecoverableError:
+    def refuse(arg: Any) -> MetalPointerDeviceError:
         dev = getattr(getattr(arg, "device", None), "type", None)
         if dev is None:
-            return MetalNonRecoverableError(
+            return MetalPointerDeviceError(
                 f"pointer argument `{name}` ({triton_type}) must be a torch.Tensor on "
                 f"'{device_type}', got {type(arg).__name__}")
-        return MetalNonRecoverableError(
+        return MetalPointerDeviceError(
             f"pointer argument `{name}` is a tensor on '{dev}', but the Metal engine "
             f"runs on '{device_type}'", hint=f"move it with .to('{device_type}')")
 

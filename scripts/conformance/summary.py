@@ -19,6 +19,8 @@ CATEGORY_TITLES = {
     "other-skip": "other skips",
     "test-assumes": "failed on an assumption of the upstream test (LLVM artifact, CUDA/XPU "
                     "torch, version skew)",
+    "sim-budget": "past the simulator's time budget on this 2-core CPU (the same kernel is "
+                  "checked, at a size that fits, by the project's own tests)",
     "real": "real failures (wrong results, crashes, timeouts, exceptions)",
 }
 
@@ -119,7 +121,7 @@ def render(res: Results, run: dict[str, Any]) -> str:
     for key, header in (("hardware", "reason"), ("not-lowered", "op (or op: refusal reason)"),
                         ("backend-gated", "upstream skip reason"),
                         ("upstream-xfail", "reason"), ("other-skip", "reason"),
-                        ("test-assumes", "assumption")):
+                        ("test-assumes", "assumption"), ("sim-budget", "what it runs")):
         counter = Counter(v.detail for _, v in verdicts if v.category == key)
         if counter:
             out += ["", f"# {CATEGORY_TITLES[key][0].upper()}{CATEGORY_TITLES[key][1:]}", ""]

@@ -158,3 +158,20 @@ def test_keepdims_reduction_broadcast_on_five_dims(m: int, ax: int, num_warps: i
     s = y.double().sum(ax, keepdim=True).half()
     want = (y.double() - s.double()).half().reshape(m, 8, 1)
     assert torch.equal(z, want)
+
+
+@triton.jit()
+def _double_in_place(in_out_ptr):
+    pid = tl.program_id(axis=0)
+    x = tl.load(in_out_ptr + pid)
+    out = x * 2
+    tl.store(in_out_ptr + pid, out)
+
+
+def test_load_store_same_ptr_one_launch() -> None:
+    """Upstream test_load_store_same_ptr's kernel and launch (65536 programs, num_warps=32:
+    every one of 1024 threads loads the scalar, one stores it), run once instead of 1000 times.
+    A store that some thread's load sees before the others have loaded would leave 4s."""
+    x = torch.ones((65536,), dtype=torch.float32)
+    _double_in_place[(65536,)](x, num_warps=32)
+    assert torch.all(x == 2)
