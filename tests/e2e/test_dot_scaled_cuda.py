@@ -4,8 +4,8 @@ scripts/cuda_reference/dot_scaled_cases.py on the lent H200).
 
 Two of the four cases miss upstream's tolerance against torch's *CPU* matmul; they are here to
 show what that failure is (see docs/conformance.md). Each case checks that msltrans's result is
-within the fp32 accumulation bound of the exact (float64) product, and reports how it compares
-with CUDA's.
+within the fp32 accumulation bound of the exact (float64) product, and that it equals CUDA's
+bits except on a few elements where the order of accumulation differs (both in the bound).
 """
 
 from __future__ import annotations
@@ -82,5 +82,10 @@ def test_dot_scaled_on_upstream_inputs(case: str) -> None:
     with np.load(CUDA) as cuda:
         want = cuda[f"{case}_out"]
     got = _ours(a).view(torch.int16).numpy()
+    cuda_z = torch.from_numpy(want).view(TORCH[a["z_dtype"]]).double().numpy()
+    # msltrans accumulates K in order (one fma chain); Hopper's MMA groups K differently. On
+    # these inputs 3 of 16384 elements differ (by 1-2 bf16 ulps, on sums that cancel); where
+    # they differ both must be within the accumulation bound of the exact product.
     bad = np.flatnonzero(got != want)
-    assert bad.size == 0, f"{case}: {bad.size}/{got.size} elements differ from CUDA's"
+    assert bad.size <= got.size // 1000, f"{case}: {bad.size}/{got.size} differ from CUDA's"
+    assert np.all(np.abs(cuda_z - exact).flat[bad] <= bound.flat[bad])
