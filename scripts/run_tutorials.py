@@ -541,7 +541,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.merge and args.json.exists():
         old = json.loads(args.json.read_text(encoding="utf-8"))
         fresh = {e["nn"] for e in entries}
-        entries = sorted([e for e in old["entries"] if e["nn"] not in fresh] + entries,
+        kept = [e for e in old["entries"] if e["nn"] not in fresh]
+        for e in kept:
+            note = (f"kept from the earlier run ({old['meta']['date']}, sources "
+                    f"`{old['meta']['src']}`)")
+            if not any(n.startswith("kept from the earlier run") for n in e["notes"]):
+                e["notes"].append(note)
+        entries = sorted(kept + entries,
                          key=lambda e: e["nn"])
         command = f"{old['meta']['command']}`, then `{command}"
         wall += old["meta"]["wall_s"]
