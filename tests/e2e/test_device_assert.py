@@ -29,6 +29,16 @@ def sim_driver():
     return active
 
 
+@pytest.fixture(autouse=True, scope="module")
+def private_kernel_cache(tmp_path_factory):
+    # Triton's kernel cache key holds the kernel's source and first line, not its file path,
+    # so a kernel compiled from a copy of this file elsewhere (another checkout) would report
+    # that copy's path in the assert message. A private cache keeps the locations our own.
+    with triton.knobs.cache.scope():
+        triton.knobs.cache.dir = str(tmp_path_factory.mktemp("triton-cache"))
+        yield
+
+
 def _line_of(fn, needle: str) -> int:
     src, start = inspect.getsourcelines(fn.fn)
     return start + next(i for i, ln in enumerate(src) if needle in ln)
