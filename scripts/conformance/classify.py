@@ -37,7 +37,7 @@ HARDWARE_PATTERNS: tuple[tuple[str, str], ...] = (
 GATED_PATTERN = re.compile(
     r"cuda|hip|amd|nvidia|hopper|blackwell|ampere|sm\d|sm_\d|xpu|intel|interpreter|"
     r"compile[- ]only|warmup|ptx|cubin|amdgcn|gfx\d|rocm|mfma|wgmma|tma|not supported on this "
-    r"(device|platform|backend)|only (supported|for|on)", re.IGNORECASE)
+    r"(device|platform|backend|gpu)|only (supported|for|on)", re.IGNORECASE)
 ASSUMES_PATTERNS: tuple[tuple[str, str], ...] = (
     ("asks for an LLVM/PTX artifact", r"Unknown key: '(llir|ptx|amdgcn|cubin|hsaco|spv)'"),
     ("needs a CUDA/XPU torch build", r"compiled without (XPU|CUDA)|not compiled with (CUDA|XPU)"),
@@ -62,6 +62,18 @@ ASSUMES_BY_ID: tuple[tuple[str, str, str], ...] = (
     # refused with MetalPointerDeviceError, a ValueError (tests/runtime/test_runtime_e2e.py).
     ("expects CPU tensors to be refused; on the simulator they are the device memory",
      r"::test_pointer_arguments\[cpu\]", r"DID NOT RAISE <class 'ValueError'>"),
+    # Liger compares with torch on the same device, here the CPU. torch-CPU's bf16 layer_norm
+    # backward (dW, dB) and fp32 cross-entropy with reduction="sum" are further from float64
+    # than msltrans and miss the test's tolerance *against float64*; msltrans meets it
+    # (scripts/conformance/liger_vs_float64.py prints both errors per case).
+    ("the reference is torch-CPU's bf16 layer_norm backward, further from float64 than "
+     "msltrans (liger_vs_float64.py)",
+     r"test_layer_norm\.py::test_liger_layer_norm\[dtype1-", r"allclose"),
+    ("the reference is torch-CPU's fp32 cross-entropy (sum), further from float64 than "
+     "msltrans (liger_vs_float64.py)",
+     r"test_cross_entropy\.py::test_correctness_(with_z_loss_with_other_params_once\[0\.2--42-"
+     r"sum-False-1e-05-1\.0-dtype1-|not_last_layer_with_other_params\[1\.0-dtype1-1e-08-1e-05-"
+     r"sum-42-1e-05-0\.2-40\.0-)", r"allclose|[Mm]ismatch"),
 )
 # (what it runs, test-id pattern): timeouts that are the test's size, not a hang. Each names
 # the project test that runs its kernel at a size that fits.
