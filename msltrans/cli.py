@@ -230,21 +230,31 @@ def _dump_from_run(path: Path, fn: Any, wanted: tuple[str, ...]) -> None:
     `msltrans dump examples/vector_add.py` needs no flags.
     """
     import contextlib
-    import runpy
+    import types
 
-    argv, sys.argv = sys.argv, [str(path)]
+    # Run in a module we keep, not runpy's: a script that ends in `sys.exit(main())` still
+    # leaves its launched kernels in `scope`.
+    module = types.ModuleType("__main__")
+    module.__file__ = str(path)
+    scope = module.__dict__
+    saved = sys.argv, sys.path[:], sys.modules.get("__main__")
+    sys.argv = [str(path)]
+    sys.path.insert(0, str(path.resolve().parent))
+    sys.modules["__main__"] = module
     try:
+        code = compile(path.read_text(encoding="utf-8"), str(path), "exec")
         # The program's own output goes to stderr so that stdout is the dump alone.
         with contextlib.redirect_stdout(sys.stderr):
-            scope = runpy.run_path(str(path), run_name="__main__")
+            exec(code, scope)
     except SystemExit as exc:
         if exc.code not in (None, 0):
             _fail(f"running {path} to capture its launches failed (exit status {exc.code})")
-        scope = {}
     except Exception as exc:  # the user's program: report, don't trace back
         _fail(f"running {path} to capture its launches failed: {type(exc).__name__}: {exc}")
     finally:
-        sys.argv = argv
+        sys.argv, sys.path[:] = saved[0], saved[1]
+        if saved[2] is not None:
+            sys.modules["__main__"] = saved[2]
     ran = scope.get(fn.__name__, fn)
     compiled = [k for cache in getattr(ran, "device_caches", {}).values()
                 for k in cache[0].values()]

@@ -1,5 +1,10 @@
 """The Triton plugin (entry point `triton.backends: metal = msltrans.backend`).
 
 Triton imports `msltrans.backend.compiler` (MetalBackend) and `msltrans.backend.driver`
-(MetalDriver) itself; nothing is imported here so that discovery stays cheap.
+(MetalDriver) itself while `import triton` discovers its backends. Importing triton here first
+means `from msltrans.backend.driver import MetalDriver` in a fresh interpreter lets that
+discovery finish before the driver module runs (otherwise discovery finds a half-imported
+driver module and raises); when triton is already imported this line costs nothing.
 """
+
+import triton  # noqa: F401 - see above

@@ -33,6 +33,18 @@ def test_metal_driver_is_triton_default_here_in_a_fresh_process():
     assert out.stdout.split() == ["MetalDriver", "sim", "metal", "cpu"]
 
 
+@pytest.mark.parametrize("stmt", ["from msltrans.backend.driver import MetalDriver",
+                                  "import msltrans.backend.compiler"])
+def test_plugin_modules_import_before_triton(stmt):
+    # Importing a plugin module first starts Triton's backend discovery from inside it; the
+    # package imports triton up front so discovery sees a whole driver module.
+    code = f"{stmt}; import triton.backends as b; print(b.backends['metal'].driver.__name__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["MetalDriver"]
+
+
 def test_inactive_when_cuda_is_active(monkeypatch):
     monkeypatch.delenv("TRITON_DEFAULT_BACKEND", raising=False)
     monkeypatch.setattr(driver_mod, "_other_gpu_driver_active", lambda: True)

@@ -87,8 +87,6 @@ def test_loops_example_is_honest():
     out = subprocess.run([sys.executable, str(ROOT / "examples" / "loops_and_branches.py")],
                          capture_output=True, text=True, timeout=300,
                          env=dict(os.environ, TRITON_DEFAULT_FP_FUSION="1"))
-    # Either the control-flow lowering works and the result is right (0), or the kernel is
-    # refused with the op named (2); never a wrong answer (1) or a crash.
-    assert out.returncode in (0, 2), out.stdout + out.stderr[-2000:]
-    if out.returncode == 2:
-        assert "not supported yet" in out.stdout and "cannot lower" in out.stdout
+    # The loops and branches lower: the example checks its result against numpy and exits 0
+    # (1 on a wrong answer, 2 on a refusal).
+    assert out.returncode == 0, out.stdout + out.stderr[-2000:]

@@ -116,8 +116,6 @@ def test_aten_radix_scan_kernel_text():
     array, simd_prefix_exclusive_sum, simd_sum, barriers, 1024-thread groups)."""
     import msltrans.sim as sim
 
-    if not hasattr(sim, "compile_shader"):
-        pytest.skip("msltrans.sim.compile_shader not available yet")
     src = "#include <metal_stdlib>\nusing namespace metal;\n" + _radix_scan_text()
     _check_radix_scan(sim.compile_shader(src, name="radix_scan.metal"))
 
@@ -129,21 +127,5 @@ def test_aten_sort_radix_header_included():
     to read explicit instantiations with unnamed parameters."""
     import msltrans.sim as sim
 
-    if not hasattr(sim, "compile_shader"):
-        pytest.skip("msltrans.sim.compile_shader not available yet")
-    try:
-        lib = sim.compile_shader(RADIX_SCAN_SOURCE, include_dirs=[TORCH_INCLUDE])
-    except TypeError:
-        pytest.skip("msltrans.sim.compile_shader has no include_dirs option yet")
-    except sim.CompileError as e:
-        # Kernels and function-scope `threadgroup` arrays inside an included (non-shim)
-        # header: the runtime's source preparation looks only at the main file so far.
-        if any(
-            m in str(e)
-            for m in ("defines no kernel", "local address space", "cannot read parameter")
-        ):
-            pytest.xfail(
-                "runtime does not yet take kernels / threadgroup declarations from included headers"
-            )
-        raise
+    lib = sim.compile_shader(RADIX_SCAN_SOURCE, include_dirs=[TORCH_INCLUDE])
     _check_radix_scan(lib)
