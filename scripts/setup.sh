@@ -22,7 +22,26 @@ elif ! command -v clang-19 >/dev/null 2>&1; then
   $sudo_cmd apt-get install -y -qq --no-install-recommends clang-19 llvm-19 >/dev/null
 fi
 
+if ! python3 -m pip --version >/dev/null 2>&1; then
+  echo "installing pip for $(command -v python3) (apt)"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo_cmd apt-get update -qq
+  $sudo_cmd apt-get install -y -qq --no-install-recommends python3-pip >/dev/null
+fi
 pip=(python3 -m pip install -q --disable-pip-version-check)
+# Debian's own python3 refuses `pip install` outside a venv (PEP 668). In a venv, or with a
+# pyenv/conda python, nothing changes; on the system python of a fresh machine (what the quick
+# start is for) install into it anyway, as the quick start promises, and say so.
+if python3 - <<'PY'
+import os, sys, sysconfig
+managed = os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED"))
+sys.exit(0 if managed and sys.prefix == sys.base_prefix else 1)
+PY
+then
+  echo "note: $(command -v python3) is externally managed (PEP 668); installing with" \
+       "--break-system-packages. To keep the system python clean, run this script from a venv."
+  pip+=(--break-system-packages)
+fi
 # A CPU build of torch first: an unpinned torch would pull a multi-GB CUDA build.
 python3 -c "import torch" 2>/dev/null || "${pip[@]}" torch==2.13.0
 "${pip[@]}" -e ".${extras}"
