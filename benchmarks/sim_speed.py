@@ -2,8 +2,11 @@
 
     python benchmarks/sim_speed.py
 
-Cold compiles use a fresh cache directory and a source no run has seen before; `cached`
-is a second compile_shader of the same source in the same process.
+Cold compiles use a fresh cache directory and a source no run has seen before. `cached`
+rows load from the disk cache in a fresh process (a subprocess, timed inside it after its
+imports): the first compile_shader there also probes the compiler (`clang --version`, part of
+the cache key), a second source is the disk load alone. The issue's targets (cold compile
+<= 0.3 s, cached <= 5 ms, vector add 1M <= 0.2 s on a 2-core machine) get an `ok` column.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from __future__ import annotations
 import os
 import random
 import resource
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -80,6 +85,29 @@ kernel void softmax(device const float* x [[buffer(0)]], device float* y [[buffe
 """
 
 
+# Run in a fresh interpreter: compile_shader of two sources the parent has cached on disk.
+FRESH_PROCESS = """
+import sys, time
+import msltrans.sim as sim
+first, second = sys.stdin.read().split("\\0")
+start = time.perf_counter()
+sim.compile_shader(first)
+mid = time.perf_counter()
+sim.compile_shader(second)
+print(mid - start, time.perf_counter() - mid)
+"""
+
+
+def fresh_process_loads(first: str, second: str, repeat: int = 3) -> tuple[float, float]:
+    """Best (first call, second call) seconds of compile_shader in a new process."""
+    best = (float("inf"), float("inf"))
+    for _ in range(repeat):
+        out = subprocess.run([sys.executable, "-c", FRESH_PROCESS], input=f"{first}\0{second}",
+                             capture_output=True, text=True, check=True).stdout.split()
+        best = (min(best[0], float(out[0])), min(best[1], float(out[1])))
+    return best
+
+
 def timed(fn, repeat: int = 3) -> float:
     """Best wall time; CPU time of the best run goes to LAST_CPU (the machine may be shared)."""
     global LAST_CPU
@@ -94,6 +122,13 @@ def timed(fn, repeat: int = 3) -> float:
 
 
 LAST_CPU = 0.0
+
+
+# (row, target seconds): the targets docs/issue 2 states for this 2-core machine.
+TARGETS = {"compile, cold (vector add)": 0.3,
+           "compile, cached (fresh process, first call)": 0.005,
+           "compile, cached (fresh process, disk load)": 0.005,
+           "vector add 1M fp32": 0.2}
 
 
 def main() -> None:
@@ -113,13 +148,13 @@ def main() -> None:
                  f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"))
     source = VECTOR_ADD.replace("SALT", "cached")
     lib = sim.compile_shader(source)
+    other = VECTOR_ADD.replace("SALT", "cached, second source")
+    sim.compile_shader(other)
+    first_call, disk_load = fresh_process_loads(source, other)
+    rows.append(("compile, cached (fresh process, first call)", first_call,
+                 "incl. the per-process compiler probe"))
+    rows.append(("compile, cached (fresh process, disk load)", disk_load, ""))
     rows.append(("compile, cached (same process)", timed(lambda: sim.compile_shader(source)), ""))
-
-    def from_disk() -> None:
-        sim.library._loaded.clear()   # as a new process would: only the disk cache is warm
-        sim.compile_shader(source)
-
-    rows.append(("compile, cached (disk)", timed(from_disk), ""))
 
     n = 1 << 20
     rng = np.random.default_rng(0)
@@ -156,9 +191,12 @@ def main() -> None:
     rows[-1] = (*rows[-1][:2], f"CPU {LAST_CPU:.3f} s; max |err| {np.max(np.abs(y - ref)):.1e}")
 
     width = max(len(r[0]) for r in rows)
-    print(f"{'what':<{width}}  {'seconds':>9}  notes")
+    print(f"{'what':<{width}}  {'target s':>8}  {'measured s':>10}  {'ok':>3}  notes")
     for what, seconds, note in rows:
-        print(f"{what:<{width}}  {seconds:9.4f}  {note}")
+        target = TARGETS.get(what)
+        shown = f"{target:8.3f}" if target is not None else f"{'-':>8}"
+        ok = "-" if target is None else ("yes" if seconds <= target else "NO")
+        print(f"{what:<{width}}  {shown}  {seconds:10.4f}  {ok:>3}  {note}")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from msltrans.sim.cache import atomic_write, cache_dir, temp_output
@@ -36,6 +36,7 @@ PRELUDE_FLAGS = ("-include", "msl_sim/entry.h")
 class Built:
     library: Path
     kernels: list[KernelSignature]
+    deps: dict[str, str] = field(default_factory=dict)   # include_dirs headers -> sha256
 
 
 def _safe_name(name: str) -> str:
@@ -114,7 +115,7 @@ def build(source: str, name: str, compiler: Compiler, key: str,
             if not f.startswith(("<", shim_dir)) and f != name and os.path.isfile(f)}
     meta = {"name": name, "kernels": [k.to_json() for k in kernels], "deps": deps}
     atomic_write(out_dir / f"{key}.json", json.dumps(meta).encode())
-    return Built(library, kernels)
+    return Built(library, kernels, deps)
 
 
 def _file_hash(path: str) -> str:
@@ -132,6 +133,12 @@ def load_built(key: str) -> Built | None:
         return None
     meta = json.loads(meta_path.read_text())
     # Headers from include_dirs are not in the key: check the ones this build read.
-    if any(_file_hash(path) != digest for path, digest in meta.get("deps", {}).items()):
+    deps = meta.get("deps", {})
+    if deps_changed(deps):
         return None
-    return Built(library, [KernelSignature.from_json(k) for k in meta["kernels"]])
+    return Built(library, [KernelSignature.from_json(k) for k in meta["kernels"]], deps)
+
+
+def deps_changed(deps: dict[str, str]) -> bool:
+    """Whether any header a build read (from include_dirs) changed since."""
+    return any(_file_hash(path) != digest for path, digest in deps.items())

@@ -1,6 +1,7 @@
 """Finding the kernels in preprocessed MSL: plain `kernel void f(...)`, template kernels and
 their explicit instantiations (`template [[host_name("n")]] [[kernel]] void f<T>(...);` or
-MLX's `... decltype(f<T>) f<T>;`)."""
+MLX's `... decltype(f<T>) f<T>;`), at global scope or inside (nested) namespaces: the entry
+calls the kernel by its qualified name, the host name stays the unqualified one, as in Metal."""
 
 from __future__ import annotations
 
@@ -19,6 +20,53 @@ def _host_names(attribute: str) -> list[str]:
     return ["".join(re.findall(r'"((?:\\.|[^"\\])*)"', m)) for m in _HOST_NAME.findall(attribute)]
 _MARK = re.compile(r"\[\[\s*" + KERNEL_MARK + r"\s*\]\]|\b" + KERNEL_MARK + r"\b")
 _INSTANTIATION = re.compile(r"\btemplate\s*(?=\[\[)")
+
+
+# Tokens that matter for namespace nesting: literals (their braces do not count), the word
+# `namespace` and braces.
+_SCOPE_TOKENS = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|\bnamespace\b|[{}]')
+# What may follow `namespace` before the `{` of a namespace definition (not `using namespace
+# x;` or an alias `namespace a = b;`): attributes, then `a`, `a::b`, `a::inline b` or nothing.
+_NAMESPACE_HEAD = re.compile(
+    r"\s*(?:\[\[.*?\]\]\s*)*(?:inline\s+)?"
+    r"([A-Za-z_]\w*(?:\s*::\s*(?:inline\s+)?[A-Za-z_]\w*)*)?\s*\{", re.S)
+
+
+def namespace_scopes(text: str, positions: list[int]) -> dict[int, str]:
+    """For each position, the enclosing named namespaces as a prefix: "" or "::a::b::".
+
+    Unnamed namespaces add nothing (their members are found through the enclosing one)."""
+    wanted = sorted(set(positions))
+    result: dict[int, str] = {}
+    stack: list[list[str] | None] = []   # per open brace: the namespace names it opens, or None
+    pending: list[str] | None = None     # a `namespace x` whose `{` comes next
+    next_wanted = 0
+
+    def prefix() -> str:
+        names = [name for entry in stack if entry is not None for name in entry]
+        return "::" + "".join(f"{name}::" for name in names) if names else ""
+
+    for match in _SCOPE_TOKENS.finditer(text):
+        while next_wanted < len(wanted) and wanted[next_wanted] < match.start():
+            result[wanted[next_wanted]] = prefix()
+            next_wanted += 1
+        if next_wanted == len(wanted):
+            break
+        token = match.group(0)
+        if token == "namespace":
+            head = _NAMESPACE_HEAD.match(text, match.end())
+            if head is not None:
+                names = (head.group(1) or "").replace("::", " ").split()
+                pending = [name for name in names if name != "inline"]
+        elif token == "{":
+            stack.append(pending)
+            pending = None
+        elif token == "}":
+            if stack:
+                stack.pop()
+    for pos in wanted[next_wanted:]:
+        result[pos] = prefix()
+    return result
 
 
 @dataclass
@@ -115,12 +163,26 @@ def _is_template_definition(text: str, pos: int, host: list[str]) -> bool:
     return re.search(r"\btemplate\s*$", text[:j]) is not None
 
 
+def _unqualified(name: str) -> str:
+    return name.rsplit("::", 1)[-1]
+
+
+def _qualify(scope: str, name: str) -> str:
+    """`name` as written inside namespace `scope` ("" or "::a::b::"), fully qualified."""
+    return name if name.startswith("::") else (scope or "::") + name
+
+
+def _callee(scope: str, name: str) -> str:
+    """How the entry (at global scope) calls it; global kernels keep their plain name."""
+    return _qualify(scope, name) if scope else name
+
+
 def find_kernels(pre: Preprocessed) -> tuple[list[KernelSignature], str]:
     """The kernels, and the text with the kernel markers blanked out."""
     text = pre.text
-    primaries: dict[str, str] = {}
-    plain: list[tuple[str, _Head]] = []
-    instantiations: list[tuple[str, _Head]] = []
+    primaries: list[tuple[str, str, int]] = []   # template kernel definitions
+    plain: list[tuple[str, _Head, int]] = []
+    instantiations: list[tuple[str, _Head, int]] = []
     consumed: set[int] = set()
     blank: list[tuple[int, int]] = []
     for match in _INSTANTIATION.finditer(text):
@@ -137,7 +199,8 @@ def find_kernels(pre: Preprocessed) -> tuple[list[KernelSignature], str]:
         consumed.update(marks)
         # C++ allows no attributes after `template` in an explicit instantiation.
         blank.extend(spans)
-        instantiations.append((host[0] if host else head.base + head.template_args, head))
+        instantiations.append((host[0] if host else head.base + head.template_args, head,
+                               match.start()))
     for match in _MARK.finditer(text):
         if match.start() in consumed:
             continue
@@ -146,16 +209,22 @@ def find_kernels(pre: Preprocessed) -> tuple[list[KernelSignature], str]:
         if head is None or head.params is None:
             continue
         if _is_template_definition(text, match.start(), host):
-            primaries[head.base] = head.params
+            primaries.append((head.base, head.params, match.start()))
         else:
-            plain.append((host[0] if host else head.base, head))
-    kernels = [KernelSignature(name, head.base, parse_params(head.params or "", name))
-               for name, head in plain]
-    for name, head in instantiations:
-        params = primaries.get(head.base, head.params)
+            plain.append((host[0] if host else _unqualified(head.base), head, match.start()))
+    positions = [pos for *_, pos in plain] + [pos for *_, pos in instantiations]
+    scopes = namespace_scopes(text, positions + [pos for *_, pos in primaries])
+    by_name = {base: params for base, params, _ in primaries}
+    by_qualified = {_qualify(scopes[pos], base): params for base, params, pos in primaries}
+    kernels = [KernelSignature(name, _callee(scopes[pos], head.base),
+                               parse_params(head.params or "", name))
+               for name, head, pos in plain]
+    for name, head, pos in instantiations:
+        params = by_qualified.get(_qualify(scopes[pos], head.base),
+                                  by_name.get(head.base, head.params))
         if params is None:
             raise CompileError(f"kernel `{name}`: no parameter list for `{head.base}`")
-        callee = head.base + head.template_args
+        callee = _callee(scopes[pos], head.base) + head.template_args
         kernels.append(KernelSignature(name, callee, parse_params(params, name)))
     chars = list(text)
     for start, end in blank:

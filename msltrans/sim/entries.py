@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from msltrans.sim.signatures import KernelSignature, builtin_value
+from msltrans.sim.signatures import ENTRY_THREAD, KernelSignature, builtin_value
 
 ENTRY_PREFIX = "__msl_sim_entry_"
+# The entry's parameters: reserved-looking names, so no kernel (`b`, `t`, `tg`) is shadowed.
+ENTRY_BUFFERS, ENTRY_THREADGROUP = "__msl_sim_b", "__msl_sim_tg"
 
 
 def entry_symbol(index: int) -> str:
@@ -17,13 +19,14 @@ def generate_entries(kernels: list[KernelSignature]) -> str:
         args = []
         for param in kernel.params:
             if param.kind == "buffer":
-                args.append(f"msl_sim_arg{{b[{param.index}]}}")
+                args.append(f"msl_sim_arg{{{ENTRY_BUFFERS}[{param.index}]}}")
             elif param.kind == "threadgroup":
-                args.append(f"msl_sim_arg{{tg[{param.index}]}}")
+                args.append(f"msl_sim_arg{{{ENTRY_THREADGROUP}[{param.index}]}}")
             else:
                 args.append(builtin_value(param))
         lines.append(
-            f'extern "C" void {entry_symbol(index)}(void *const *b, void *const *tg, '
-            f"const msl_sim_thread *t) {{ (void)b; (void)tg; (void)t; "
+            f'extern "C" void {entry_symbol(index)}(void *const *{ENTRY_BUFFERS}, '
+            f"void *const *{ENTRY_THREADGROUP}, const msl_sim_thread *{ENTRY_THREAD}) {{ "
+            f"(void){ENTRY_BUFFERS}; (void){ENTRY_THREADGROUP}; (void){ENTRY_THREAD}; "
             f"{kernel.callee}({', '.join(args)}); }}")
     return "\n".join(lines) + "\n"

@@ -12,6 +12,8 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import os
+import shutil
 import threading
 from pathlib import Path
 from typing import Any
@@ -26,8 +28,8 @@ from msltrans.sim.args import (
     scalar_region,
     staging_alignment,
 )
-from msltrans.sim.build import build, load_built
-from msltrans.sim.cache import headers_hash
+from msltrans.sim.build import build, deps_changed, load_built
+from msltrans.sim.cache import headers_hash, temp_output
 from msltrans.sim.compiler import CODEGEN_FLAGS, LANGUAGE_FLAGS, find_compiler
 from msltrans.sim.entries import entry_symbol
 from msltrans.sim.errors import LaunchError
@@ -40,6 +42,8 @@ THREAD_EXECUTION_WIDTH = 32
 DEFAULT_TIMEOUT_S = 300.0
 _dispatch_lock = threading.Lock()   # the runtime keeps one dispatch's state in globals
 _loaded: dict[str, Library] = {}
+# Library files this process has dlopen'ed: path -> (st_dev, st_ino) of the file opened.
+_opened: dict[str, tuple[int, int]] = {}
 
 
 def _as_dims(value: int | tuple[int, ...] | list[int], what: str) -> tuple[int, ...]:
@@ -190,11 +194,12 @@ class Library:
     """A compiled MSL source; kernels are attributes (lib.vector_add)."""
 
     def __init__(self, path: Path, kernels: list[KernelSignature], source: str,
-                 name: str) -> None:
+                 name: str, deps: dict[str, str] | None = None) -> None:
         native.runtime()   # its symbols must be global before the kernel library loads
         self.path = path
         self.sources = {name: source}
-        self._dll = ctypes.CDLL(str(path), mode=ctypes.RTLD_LOCAL)
+        self.deps = dict(deps or {})
+        self._dll = _dlopen(path)
         self._kernels = {}
         for index, signature in enumerate(kernels):
             entry = ctypes.cast(getattr(self._dll, entry_symbol(index)), ctypes.c_void_p).value
@@ -212,6 +217,21 @@ class Library:
     @property
     def kernel_names(self) -> list[str]:
         return sorted(self._kernels)
+
+
+def _dlopen(path: Path) -> ctypes.CDLL:
+    """dlopen `path`; a file rebuilt under a name this process already opened (an include_dirs
+    header changed) goes through a private copy, since dlopen would return the old one."""
+    stat = os.stat(path)
+    identity = (stat.st_dev, stat.st_ino)
+    if _opened.setdefault(str(path), identity) == identity:
+        return ctypes.CDLL(str(path), mode=ctypes.RTLD_LOCAL)
+    copy = temp_output(path)
+    try:
+        shutil.copyfile(path, copy)
+        return ctypes.CDLL(str(copy), mode=ctypes.RTLD_LOCAL)
+    finally:
+        copy.unlink(missing_ok=True)   # the mapping outlives the name
 
 
 @functools.lru_cache(maxsize=1)
@@ -232,9 +252,9 @@ def compile_shader(source: str, name: str = "shader.metal",
     text = "\0".join([_config_hash(), name, *dirs, source])
     key = hashlib.sha256(text.encode()).hexdigest()
     cached = _loaded.get(key)
-    if cached is not None:
+    if cached is not None and not (cached.deps and deps_changed(cached.deps)):
         return cached
     built = load_built(key) or build(source, name, find_compiler(), key, dirs)
-    library = Library(built.library, built.kernels, source, Path(name).name)
+    library = Library(built.library, built.kernels, source, Path(name).name, built.deps)
     _loaded[key] = library
     return library

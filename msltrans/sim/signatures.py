@@ -27,6 +27,9 @@ BUILTINS: dict[str, tuple[str, bool]] = {
     "thread_execution_width": ("threads_per_simdgroup", False),
 }
 
+# The entry's thread-info parameter (entries.py), named so no kernel called `t` is shadowed.
+ENTRY_THREAD = "__msl_sim_t"
+
 _SCALARS = {"uint": "unsigned int", "unsigned": "unsigned int", "unsigned int": "unsigned int",
             "uint32_t": "unsigned int", "ushort": "unsigned short",
             "unsigned short": "unsigned short", "uint16_t": "unsigned short", "int": "int",
@@ -70,13 +73,13 @@ def builtin_value(param: Param) -> str:
     type_text = re.sub(r"\b(const|metal::)\s*", "", param.type_text).strip()
     type_text = re.sub(r"\bmetal::", "", type_text)
     if type_text in _SCALARS:
-        source = f"t->{field}[0]" if is_vector else f"t->{field}"
+        source = f"{ENTRY_THREAD}->{field}[0]" if is_vector else f"{ENTRY_THREAD}->{field}"
         return f"({_SCALARS[type_text]})({source})"
     match = _VECTOR.match(type_text)
     if match and is_vector:
         element = _SCALARS[match.group(1) or match.group(3)]
         width = int(match.group(2) or match.group(4))
-        items = ", ".join(f"({element})t->{field}[{d}]" for d in range(width))
+        items = ", ".join(f"({element}){ENTRY_THREAD}->{field}[{d}]" for d in range(width))
         return f"{param.type_text}{{{items}}}"
     raise CompileError(f"unsupported type `{param.type_text}` for [[{param.builtin}]] "
                        f"parameter `{param.name}`")

@@ -203,3 +203,65 @@ def test_numpy_scalar_keeps_its_width(sim):
     out = np.zeros(1, dtype=np.float32)
     lib.block_sum(x, out, np.uint32(100), threads=256, group_size=256)
     assert out[0] == 100.0
+
+
+GRID_BUILTINS = """
+#include <metal_stdlib>
+using namespace metal;
+kernel void geometry(device uint* out [[buffer(0)]],
+                     uint3 groups3 [[threadgroups_per_grid]],
+                     uint2 groups2 [[threadgroups_per_grid]],
+                     uint groups1 [[threadgroups_per_grid]],
+                     uint width [[threads_per_simdgroup]],
+                     ushort width16 [[threads_per_simdgroup]],
+                     uint exec_width [[thread_execution_width]],
+                     uint nsg [[simdgroups_per_threadgroup]],
+                     uint2 pos [[thread_position_in_grid]], uint2 grid [[threads_per_grid]]) {
+    device uint* o = out + (pos.y * grid.x + pos.x) * 9;
+    o[0] = groups3.x; o[1] = groups3.y; o[2] = groups3.z; o[3] = groups2.x; o[4] = groups2.y;
+    o[5] = groups1; o[6] = width; o[7] = width16 + exec_width; o[8] = nsg;
+}
+"""
+
+
+def test_threadgroups_per_grid_and_threads_per_simdgroup(sim):
+    lib = sim.compile_shader(GRID_BUILTINS)
+    out = np.zeros((3, 70, 9), np.uint32)
+    # dispatchThreads: 70 x 3 threads in 32 x 2 groups -> ceil: 3 x 2 groups, partial last ones
+    lib.geometry(out, threads=(70, 3), group_size=(32, 2))
+    assert np.all(out[..., :8] == [3, 2, 1, 3, 2, 3, 32, 64])
+    # simdgroups_per_threadgroup counts the threads of each (possibly partial) group
+    width = np.where(np.arange(70) < 64, 32, 6)
+    height = np.where(np.arange(3) < 2, 2, 1)
+    np.testing.assert_array_equal(out[..., 8], -(-(height[:, None] * width[None, :]) // 32))
+
+
+SCALAR_TYPES = """
+#include <metal_stdlib>
+using namespace metal;
+kernel void scalars(device const bool* flags [[buffer(0)]], device uchar* out_b [[buffer(1)]],
+                    device ulong* out_s [[buffer(2)]], constant size_t& base [[buffer(3)]],
+                    uint i [[thread_position_in_grid]]) {
+    bool b = flags[i];
+    bool c = !b && (i % 3 == 0);
+    out_b[2 * i] = b ^ c;          // bool promotes to int
+    out_b[2 * i + 1] = bool(i & 4) + sizeof(bool);
+    size_t big = base + size_t(i) * 0x100000000ul;   // size_t is 64-bit in Metal
+    out_s[2 * i] = big;
+    out_s[2 * i + 1] = sizeof(size_t) * 100 + sizeof(ptrdiff_t);
+}
+"""
+
+
+def test_bool_and_size_t_scalars(sim):
+    lib = sim.compile_shader(SCALAR_TYPES)
+    n = 16
+    flags = (np.arange(n) % 2 == 1)
+    out_b = np.zeros((n, 2), np.uint8)
+    out_s = np.zeros((n, 2), np.uint64)
+    lib.scalars(flags, out_b, out_s, 7, threads=n, group_size=8)
+    i = np.arange(n)
+    np.testing.assert_array_equal(out_b[:, 0], flags ^ (~flags & (i % 3 == 0)))
+    np.testing.assert_array_equal(out_b[:, 1], ((i & 4) != 0) + 1)
+    np.testing.assert_array_equal(out_s[:, 0], 7 + i.astype(np.uint64) * 2**32)
+    assert np.all(out_s[:, 1] == 808)

@@ -283,3 +283,41 @@ def test_spin_wait_times_out_instead_of_hanging(sim):
         lib.spin_on_neighbour(flag, threads=2, group_size=2, timeout=0.5)
     lib.spin_on_neighbour(flag, threads=2, group_size=2, schedule="reverse")
     assert flag[0] == 1
+
+
+UNINITIALISED = HEADER + """
+kernel void peek(device uint* f [[buffer(0)]], device int* i [[buffer(1)]],
+                 device uint* u [[buffer(2)]], device ushort* h [[buffer(3)]],
+                 device uint* d [[buffer(4)]], device int* nan_seen [[buffer(5)]],
+                 threadgroup float* dyn [[threadgroup(0)]],
+                 uint lid [[thread_position_in_threadgroup]],
+                 uint gid [[thread_position_in_grid]]) {
+    threadgroup float tf[8];
+    threadgroup int ti[8];
+    threadgroup uint tu[8];
+    threadgroup half th[8];
+    // Read before anyone writes, then dirty everything for the next threadgroup.
+    f[gid] = as_type<uint>(tf[lid]); i[gid] = ti[lid]; u[gid] = tu[lid];
+    h[gid] = as_type<ushort>(th[lid]); d[gid] = as_type<uint>(dyn[lid]);
+    nan_seen[gid] = isnan(tf[lid]) + 2 * isnan(th[lid]) + 4 * isnan(dyn[lid]);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    tf[lid] = 1.0f; ti[lid] = 2; tu[lid] = 3; th[lid] = half(4.0f); dyn[lid] = 5.0f;
+}
+"""
+
+
+def test_uninitialised_threadgroup_memory_reads_all_ones(sim):
+    # Documented fill: every byte 0xFF, i.e. NaN for float/half, -1 for int, UINT_MAX for uint;
+    # refilled for each threadgroup, static declarations and [[threadgroup(i)]] alike.
+    lib = sim.compile_shader(UNINITIALISED)
+    n = 24   # three threadgroups of 8
+    f, i, u, d = (np.zeros(n, np.uint32), np.zeros(n, np.int32), np.zeros(n, np.uint32),
+                  np.zeros(n, np.uint32))
+    h, seen = np.zeros(n, np.uint16), np.zeros(n, np.int32)
+    lib.peek(f, i, u, h, d, seen, threads=n, group_size=8, threadgroup_memory={0: 32})
+    assert np.all(f == 0xFFFFFFFF) and np.all(np.isnan(f.view(np.float32)))
+    assert np.all(i == -1)
+    assert np.all(u == 0xFFFFFFFF)
+    assert np.all(h == 0xFFFF) and np.all(np.isnan(h.view(np.float16)))
+    assert np.all(d == 0xFFFFFFFF)
+    assert np.all(seen == 7)

@@ -343,3 +343,38 @@ kernel void v(device const float4* x [[buffer(0)]], device float4* o [[buffer(1)
     )
     got = (b.astype(np.uint32) << 16).view(np.float32).reshape(16, 4)
     assert np.all(np.abs(got.view(np.int32) - expect.view(np.int32)) <= 1 << 16)  # <= 1 bf16 ulp
+
+
+NAMESPACED = {"exp": np.exp, "log": np.log, "tanh": np.tanh}
+
+
+@pytest.mark.parametrize("space", ["fast", "precise"])
+def test_fast_and_precise_transcendentals(space):
+    # docs/simulator.md: all three namespaces are the same host-libm functions, within 2 ulp of
+    # numpy's float64 result rounded to float (Apple's fast:: bounds are looser: do not rely).
+    body = ["#include <metal_stdlib>", "using namespace metal;"]
+    for name in NAMESPACED:
+        body.append(
+            f"kernel void {name}_k(device const float4* x [[buffer(0)]], device float4* o [[buffer(1)]],"
+            f" device float* s [[buffer(2)]], uint t [[thread_position_in_grid]])"
+            f" {{ o[t] = {space}::{name}(x[t]); s[t] = metal::{space}::{name}(x[t].y); }}"
+        )
+    body.append(
+        "kernel void powr_k(device const float* x [[buffer(0)]], device const float* y [[buffer(1)]],"
+        f" device float* o [[buffer(2)]], uint t [[thread_position_in_grid]]) {{ o[t] = {space}::powr(x[t], y[t]); }}"
+    )
+    lib = compile_shader("\n".join(body) + "\n")
+    x = _inputs()
+    x = x[: len(x) // 4 * 4]
+    for name, ref_fn in NAMESPACED.items():
+        o = np.zeros_like(x)
+        s = np.zeros(len(x) // 4, np.float32)
+        getattr(lib, f"{name}_k")(x, o, s, threads=len(x) // 4, group_size=32)
+        with np.errstate(all="ignore"):
+            _check(o, ref_fn(x.astype(np.float64)), 2, f"{space}::{name}(float4)")
+            _check(s, ref_fn(x[1::4].astype(np.float64)), 2, f"{space}::{name}(float)")
+    base, expo = np.abs(x), np.roll(x, 17)   # powr: x >= 0
+    o = np.zeros_like(x)
+    lib.powr_k(base, expo, o, threads=len(x), group_size=64)
+    with np.errstate(all="ignore"):
+        _check(o, np.power(base.astype(np.float64), expo.astype(np.float64)), 2, f"{space}::powr")

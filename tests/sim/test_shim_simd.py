@@ -171,3 +171,41 @@ kernel void w(device const int* x [[buffer(0)]], device int* o [[buffer(1)]], de
     xs = x.astype(np.int16)
     assert np.array_equal(s[:, 0], np.cumsum(xs, dtype=np.int16))
     assert np.array_equal(s[:, 1], np.cumsum(-xs, dtype=np.int16))
+
+
+def test_min_and_bitwise_reductions_with_partial_simdgroup():
+    lib = compile_shader(
+        HEADER
+        + """
+kernel void red(device const int* x [[buffer(0)]], device const float* f [[buffer(1)]],
+                device int* imin [[buffer(2)]], device float* fmin_ [[buffer(3)]],
+                device uint* bits [[buffer(4)]], device ushort2* v [[buffer(5)]],
+                uint gid [[thread_position_in_grid]]) {
+    imin[gid] = simd_min(x[gid]);
+    fmin_[gid] = simd_min(f[gid]);
+    uint u = uint(x[gid]);
+    bits[3 * gid + 0] = simd_and(u);
+    bits[3 * gid + 1] = simd_or(u);
+    bits[3 * gid + 2] = simd_xor(u);
+    v[gid] = simd_xor(ushort2(ushort(u), ushort(u >> 16)));
+}
+"""
+    )
+    n = 40   # one full simdgroup and one of 8 lanes: only active lanes take part
+    rng = np.random.default_rng(3)
+    x = rng.integers(-(2**31), 2**31, n, dtype=np.int64).astype(np.int32)
+    f = rng.standard_normal(n).astype(np.float32)
+    f[5] = np.nan   # NaN-ignoring min, as documented
+    imin, fmin_ = np.zeros(n, np.int32), np.zeros(n, np.float32)
+    bits, v = np.zeros((n, 3), np.uint32), np.zeros((n, 2), np.uint16)
+    lib.red(x, f, imin, fmin_, bits, v, threads=n, group_size=n)
+    u = x.view(np.uint32)
+    for lo, hi in ((0, 32), (32, 40)):
+        lanes = slice(lo, hi)
+        assert np.all(imin[lanes] == x[lanes].min())
+        assert np.all(fmin_[lanes] == np.nanmin(f[lanes]))
+        assert np.all(bits[lanes, 0] == np.bitwise_and.reduce(u[lanes]))
+        assert np.all(bits[lanes, 1] == np.bitwise_or.reduce(u[lanes]))
+        assert np.all(bits[lanes, 2] == np.bitwise_xor.reduce(u[lanes]))
+        assert np.all(v[lanes, 0] == np.bitwise_xor.reduce((u[lanes] & 0xFFFF).astype(np.uint16)))
+        assert np.all(v[lanes, 1] == np.bitwise_xor.reduce((u[lanes] >> 16).astype(np.uint16)))

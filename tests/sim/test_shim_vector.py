@@ -164,3 +164,57 @@ kernel void masks(device const float4* a [[buffer(0)]], device const float4* b [
     assert np.array_equal(sel[2], np.where(~m, b, a), equal_nan=True)
     assert np.array_equal(sel[3], np.where(np.isnan(a), b, a))
     assert flags.tolist() == [0, 1, 1, 0, 0, 1, 12, 16, 4, 1]
+
+
+def test_functional_constructors_from_packed_vectors():
+    lib = compile_shader(
+        HEADER
+        + """
+struct Particle { packed_float3 pos; float mass; };   // 16 bytes, as on Apple GPUs
+kernel void unpack(device const packed_float3* p [[buffer(0)]], device float4* f [[buffer(1)]],
+                   device int4* i [[buffer(2)]], device const packed_half4* h [[buffer(3)]],
+                   device const packed_uint2* u [[buffer(4)]], device const Particle* q [[buffer(5)]],
+                   device packed_float3* out3 [[buffer(6)]], constant packed_float3* c [[buffer(7)]],
+                   device float4* fc [[buffer(8)]], uint t [[thread_position_in_grid]]) {
+    float3 a = float3(p[t]);                     // explicit functional constructor
+    f[5 * t + 0] = float4(a, 1.0f);
+    f[5 * t + 1] = float4(p[t], 2.0f);           // packed vector inside a concatenation
+    f[5 * t + 2] = float4(2.0f, float3(p[t]).zy, float(p[t][0]));
+    f[5 * t + 3] = float4(h[t]);                 // packed_half4 -> float4, element-wise
+    f[5 * t + 4] = float4(float2(u[t]), float2(packed_float2(float2(1.5f, -2.5f))));
+    i[2 * t + 0] = int4(int3(p[t]), 9);          // float -> int conversion, truncating
+    i[2 * t + 1] = int4(half4(h[t]));
+    float3 s = static_cast<float3>(p[t]) + float3(q[t].pos) * q[t].mass;
+    out3[t] = packed_float3(s);
+    float3 from_constant = c[t];                 // packed_float3 in a constant buffer
+    fc[3 * t + 0] = float4(from_constant, 3.0f);
+    fc[3 * t + 1] = float4(c[t], c[t][1]);
+    fc[3 * t + 2] = float4(float3(c[t]) + p[t], as_type<float>(0x40800000u));
+}
+static_assert(__is_trivially_copyable(packed_float3), "packed_T3 stays trivially copyable");
+"""
+    )
+    p = np.array([[1.5, -2.75, 3.25], [-4.5, 5.0, 7.875]], np.float32)   # 12-byte stride
+    h = np.array([[0.5, 1.0, -1.5, 2.0], [3.0, -4.0, 5.5, 6.0]], np.float16)
+    u = np.array([[7, 8], [9, 10]], np.uint32)
+    q = np.zeros((2, 4), np.float32)
+    q[:, :3], q[:, 3] = p[::-1], [2.0, -1.0]
+    f = np.zeros((10, 4), np.float32)
+    i = np.zeros((4, 4), np.int32)
+    out3 = np.zeros((2, 3), np.float32)
+    c = (p * -2).astype(np.float32)
+    fc = np.zeros((6, 4), np.float32)
+    lib.unpack(p, f, i, h, u, q, out3, c, fc, threads=2, group_size=2)
+    for t in range(2):
+        x, y, z = p[t]
+        assert f[5 * t + 0].tolist() == [x, y, z, 1.0]
+        assert f[5 * t + 1].tolist() == [x, y, z, 2.0]
+        assert f[5 * t + 2].tolist() == [2.0, z, y, x]
+        assert f[5 * t + 3].tolist() == h[t].astype(np.float32).tolist()
+        assert f[5 * t + 4].tolist() == [*u[t].astype(np.float32), 1.5, -2.5]
+        assert i[2 * t + 0].tolist() == [*np.trunc(p[t]).astype(np.int32), 9]
+        assert i[2 * t + 1].tolist() == np.trunc(h[t].astype(np.float32)).astype(np.int32).tolist()
+        np.testing.assert_array_equal(out3[t], p[t] + p[1 - t] * q[t, 3])
+        assert fc[3 * t + 0].tolist() == [*c[t], 3.0]
+        assert fc[3 * t + 1].tolist() == [*c[t], c[t, 1]]
+        assert fc[3 * t + 2].tolist() == [*(c[t] + p[t]), 4.0]

@@ -77,12 +77,21 @@ template <int N> struct boolvec : __boolvec_base<N> {
 };
 template <int N> struct vec_elements<boolvec<N>> : integral_constant<int, N> { typedef bool scalar; };
 
+template <class T> struct packed3;   // packed_T3, defined below
+
 namespace __detail {
 template <class T, int N> using vec_t = T __attribute__((ext_vector_type(N)));
 
-template <class A> constexpr int lanes_of() { return vec_elements<remove_cvref_t<A>>::value; }
+// Constructor arguments: packed_T3 (a struct) is taken as the T3 it converts to; everything
+// else (packed_T2/packed_T4 are vectors already) as it is.
+template <class A> constexpr A unpacked(A a) { return a; }
+template <class T> constexpr vec_t<T, 3> unpacked(packed3<T> a) { return a; }
+template <class A> using unpacked_t = decltype(unpacked(*(remove_cvref_t<A> *)0));
 
-template <class T, int N, class A> void put_lanes(vec_t<T, N> &out, int &i, A a) {
+template <class A> constexpr int lanes_of() { return vec_elements<unpacked_t<A>>::value; }
+
+template <class T, int N, class A> void put_lanes(vec_t<T, N> &out, int &i, A a_) {
+    unpacked_t<A> a = unpacked(a_);
     if constexpr (lanes_of<A>() == 1) {
         out[i++] = scalar_cast<T>(a);
     } else {
@@ -93,8 +102,9 @@ template <class T, int N, class A> void put_lanes(vec_t<T, N> &out, int &i, A a)
 template <class T, int N> struct make_vec {
     typedef vec_t<T, N> V;
     static constexpr V make() { return (V)(T)0; }
-    template <class A> static constexpr V make(A a) {
-        typedef remove_cvref_t<A> S;
+    template <class A> static constexpr V make(A a_) {
+        typedef unpacked_t<A> S;
+        S a = unpacked(a_);
         if constexpr (lanes_of<S>() == 1) {
             return (V)scalar_cast<T>(a);   // splat
         } else {
@@ -141,9 +151,16 @@ template <class T> struct packed3 {
     packed3() = default;
     constexpr packed3(T a, T b, T c) : x(a), y(b), z(c) {}
     packed3(__detail::vec_t<T, 3> v) : x(v.x), y(v.y), z(v.z) {}
+    // From `constant` memory (a constant buffer of packed_T3): the implicit members take
+    // generic references / a generic `this`, which __constant does not convert to. A
+    // template, so it is no copy constructor and packed3 stays trivially copyable.
+    template <class P, enable_if_t<is_same<P, packed3>::value, int> = 0>
+    packed3(const __constant P &o) : x(o.x), y(o.y), z(o.z) {}
     operator __detail::vec_t<T, 3>() const { return __detail::vec_t<T, 3>{x, y, z}; }
+    operator __detail::vec_t<T, 3>() const __constant { return __detail::vec_t<T, 3>{x, y, z}; }
     T &operator[](int i) { return (&x)[i]; }
     T operator[](int i) const { return (&x)[i]; }
+    T operator[](int i) const __constant { return (&x)[i]; }
 };
 }  // namespace metal
 #define MSL_SIM_PACKED3(T) typedef metal::packed3<T> packed_##T##3;
