@@ -19,6 +19,16 @@ from msltrans.lower import lower_module
 from tests.support.run_kernel import compile_kernel, dispatch, run_kernel
 
 
+@pytest.fixture(params=[None, 2, 3], ids=["exact-cas", "spurious-2", "spurious-3"])
+def cas_spurious(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Also run with MSLTRANS_SIM_CAS_SPURIOUS=N (every Nth weak compare-exchange fails
+    spuriously, docs/simulator.md): the CAS loops' retry paths run; results must not change."""
+    if request.param is None:
+        monkeypatch.delenv("MSLTRANS_SIM_CAS_SPURIOUS", raising=False)
+    else:
+        monkeypatch.setenv("MSLTRANS_SIM_CAS_SPURIOUS", str(request.param))
+
+
 @triton.jit
 def hist_kernel(x_ptr, hist_ptr, old_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -154,6 +164,7 @@ def spin_lock_kernel(lock_ptr, counter_ptr, order_ptr):
 
 
 @pytest.mark.parametrize("num_warps", [1, 4])
+@pytest.mark.usefixtures("cas_spurious")
 def test_cas_spin_lock_across_programs(num_warps: int) -> None:
     grid = 37
     lock, counter = np.zeros(1, np.int32), np.zeros(1, np.int32)
@@ -170,6 +181,7 @@ def cas_tensor_kernel(p_ptr, cmp_ptr, old_ptr, BLOCK: tl.constexpr):
     tl.store(old_ptr + offs, old)
 
 
+@pytest.mark.usefixtures("cas_spurious")
 def test_cas_tensor_returns_old() -> None:
     block = 64
     p = np.arange(block, dtype=np.int32) * 3
@@ -199,6 +211,7 @@ def _run_16bit(dtype: str, out: np.ndarray, x: np.ndarray, old: np.ndarray, n: i
 
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.usefixtures("cas_spurious")
 def test_16bit_add_adjacent_elements(dtype: str) -> None:
     # Adjacent 16-bit elements share a 32-bit word: each update must leave the other alone.
     # Values are multiples of 1/4 with small sums: exact in fp16/bf16 in any order.
@@ -225,6 +238,29 @@ def test_16bit_add_adjacent_elements(dtype: str) -> None:
     for c in range(n):
         lhs = sorted([0.0] + (got_old[:, c] + vals[:, c]).tolist())
         assert lhs == sorted(got_old[:, c].tolist() + [float(f(out)[c])])
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.usefixtures("cas_spurious")
+def test_16bit_add_odd_length_buffer(dtype: str) -> None:
+    # 33 elements = 66 bytes (not a multiple of 4); every element, first and last included,
+    # is updated through the word CAS. The simulator stages a 66-byte buffer at an address
+    # = 2 (mod 4) (its end touches the guard page), so its first element's word covers 2 bytes
+    # of padding before it (no fault) and its last element's word ends with it (docs/atomics.md).
+    grid, n = 3, 33
+    vals = np.random.default_rng(9).integers(-8, 9, (grid, 64)) / 4.0
+    if dtype == "fp16":
+        x, out = vals.astype(np.float16), np.zeros(n, np.float16)
+        old = np.zeros((grid, 64), np.float16)
+    else:
+        x = (vals.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+        out, old = np.zeros(n, np.uint16), np.zeros((grid, 64), np.uint16)
+    _run_16bit(dtype, out, x, old, n, grid, 64)
+    if dtype == "fp16":
+        total = out.astype(np.float32)
+    else:
+        total = (out.astype(np.uint32) << 16).view(np.float32)
+    assert total.tolist() == vals[:, :n].sum(axis=0).tolist()
 
 
 @triton.jit
@@ -266,6 +302,7 @@ def cas16_kernel(q_ptr, cmp_ptr, old_ptr, BLOCK: tl.constexpr):
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.int16])
+@pytest.mark.usefixtures("cas_spurious")
 def test_16bit_cas_adjacent_elements(dtype: type) -> None:
     # Both halves of a 32-bit word are swapped (or not) independently.
     block = 32

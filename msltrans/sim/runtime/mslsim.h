@@ -58,6 +58,9 @@ void *msl_sim_map_guarded(unsigned long size, unsigned long align, void **map_ba
                           unsigned long *map_len);
 void msl_sim_unmap(void *map_base, unsigned long map_len);
 int msl_sim_abi_version(void);
+/* Reads MSLTRANS_SIM_CAS_SPURIOUS and restarts its count (each dispatch); -1 + message if
+   the value is invalid. */
+int msl_sim_cas_spurious_reset(char *message, unsigned long size);
 
 /* Internals shared by the runtime's C files. */
 typedef struct msl_sim_fault {

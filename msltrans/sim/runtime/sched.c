@@ -234,6 +234,10 @@ int msl_sim_dispatch(const msl_sim_launch *launch, msl_sim_report *report) {
         return report->kind;
     }
     if (check_launch(launch)) return report->kind;
+    if (msl_sim_cas_spurious_reset(report->message, sizeof report->message)) {
+        report->kind = MSL_SIM_ERR_LAUNCH;
+        return report->kind;
+    }
     unsigned n_groups[3];
     for (int d = 0; d < 3; d++)
         n_groups[d] = (launch->threads[d] + launch->group_size[d] - 1) / launch->group_size[d];

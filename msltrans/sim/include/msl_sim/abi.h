@@ -71,6 +71,10 @@ void *msl_sim_threadgroup_static(const void *key, unsigned long size, unsigned l
    feature, ...). Does not return. */
 void msl_sim_fail(const msl_sim_site *site, const char *message) __attribute__((noreturn));
 
+/* Asked by every weak compare-exchange: nonzero when this one must fail spuriously
+   (MSLTRANS_SIM_CAS_SPURIOUS=N, read at each dispatch: every Nth call of the dispatch). */
+int msl_sim_cas_spurious(void);
+
 /* os_log-free printf stand-in used by the shim for debugging aids (optional). */
 void msl_sim_print(const char *text);
 

@@ -1,6 +1,8 @@
 // metal_atomic: atomic<T> in device and threadgroup memory. Fibers run on one OS thread and
 // switch only at barriers/SIMD ops, so a plain read-modify-write is atomic; every memory
-// order is accepted and behaves as seq_cst. Weak compare-exchange never fails spuriously.
+// order is accepted and behaves as seq_cst. Weak compare-exchange fails only on a mismatch,
+// unless MSLTRANS_SIM_CAS_SPURIOUS=N (read by the runtime at each dispatch) makes every Nth
+// call of the dispatch fail spuriously; strong compare-exchange never fails spuriously.
 // What Metal lacks fails to compile: 64-bit add/sub/and/or/xor/exchange (atomic_ulong has
 // only min/max), atomic_float min/max/bitwise, atomic types other than Metal's.
 #ifndef MSL_SIM_ATOMIC_H
@@ -46,13 +48,21 @@ template <class T> constexpr bool is_int32 = is_same<T, int>::value || is_same<T
             typename atomic<T>::value_type desired, memory_order, memory_order) {                           \
         MSL_SIM_NO64(T, "compare_exchange");                                                                 \
         T cur = o->__v;                                                                                      \
-        if (__builtin_memcmp(&cur, expected, sizeof(T)) == 0) { o->__v = desired; return true; }            \
+        /* A spurious failure writes nothing and reports the current value, as a mismatch does. */          \
+        if (!msl_sim_cas_spurious() && __builtin_memcmp(&cur, expected, sizeof(T)) == 0) {                   \
+            o->__v = desired;                                                                                \
+            return true;                                                                                     \
+        }                                                                                                    \
         *expected = cur;                                                                                     \
         return false;                                                                                        \
     }                                                                                                        \
     template <class T> inline bool atomic_compare_exchange_strong_explicit(volatile AS atomic<T> *o, thread typename atomic<T>::value_type *expected, \
-            typename atomic<T>::value_type desired, memory_order s, memory_order f) {                        \
-        return atomic_compare_exchange_weak_explicit(o, expected, desired, s, f);                            \
+            typename atomic<T>::value_type desired, memory_order, memory_order) {                           \
+        MSL_SIM_NO64(T, "compare_exchange");                                                                 \
+        T cur = o->__v;                                                                                      \
+        if (__builtin_memcmp(&cur, expected, sizeof(T)) == 0) { o->__v = desired; return true; }            \
+        *expected = cur;                                                                                     \
+        return false;                                                                                        \
     }                                                                                                        \
     template <class T> inline T atomic_fetch_add_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order) { \
         MSL_SIM_NO64(T, "add");                                                                              \
