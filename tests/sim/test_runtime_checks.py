@@ -184,8 +184,10 @@ def test_too_many_threads_per_group(sim):
 
 def test_threadgroup_memory_over_32k(sim):
     lib = sim.compile_shader(BIG_TG)
-    with pytest.raises(sim.ThreadgroupMemoryError, match="32768"):
+    with pytest.raises(sim.ThreadgroupMemoryError, match="32768") as info:
         lib.too_much(np.zeros(64, np.float32), threads=64)
+    assert "33024 bytes" in str(info.value)
+    assert "kernel `too_much`, threadgroup (0, 0, 0), thread (0, 0, 0)" in str(info.value)
 
 
 def test_dynamic_threadgroup_memory(sim):
@@ -203,8 +205,10 @@ def test_stack_overflow_is_reported(sim):
     lib = sim.compile_shader(RECURSION)
     out = np.zeros(4, dtype=np.uint32)
     lib.recurse(out, 3, threads=4, arg_casts={1: "int32"})   # shallow: fine
-    with pytest.raises(sim.StackOverflowError, match="stack overflow"):
+    with pytest.raises(sim.StackOverflowError, match="stack overflow") as info:
         lib.recurse(out, 100000, threads=4, arg_casts={1: "int32"})
+    assert "kernel `recurse`, threadgroup (0, 0, 0), thread (" in str(info.value)
+    assert "shader.metal:" in str(info.value)  # the source line it overflowed at
 
 
 def test_integer_division_by_zero_is_reported(sim):
