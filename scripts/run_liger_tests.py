@@ -16,14 +16,7 @@ refusal handling and the per-test rows come from the conformance plugin
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
-import os
-import platform
-import shlex
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PLUGIN_DIR = ROOT / "scripts" / "conformance"
 sys.path.insert(0, str(PLUGIN_DIR))
 
-import summary  # noqa: E402 - after the path insert
+import runner_common  # noqa: E402 - after the path insert
+import summary  # noqa: E402
 
 DEFAULT_TESTS = ("softmax", "layer_norm", "rms_norm", "swiglu", "geglu", "cross_entropy", "rope",
                  "kl_div", "jsd", "embedding")
@@ -90,30 +84,16 @@ def pytest_command(args: argparse.Namespace, files: list[str]) -> list[str]:
 
 
 def environment(args: argparse.Namespace) -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("TRITON_INTERPRET", None)
-    env["MSLTRANS_ENGINE"] = "sim"
-    env["MSLTRANS_CONFORMANCE_OUT"] = str(args.raw)
     src = args.liger_src.resolve()
-    paths = (str(PLUGIN_DIR), str(src / "src"), str(src), env.get("PYTHONPATH"))
-    env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
-    env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
-    return env
+    return runner_common.environment(args.raw, PLUGIN_DIR, (str(src / "src"), str(src)))
 
 
 def liger_commit(src: Path) -> str:
-    for git_dir in (src / ".git", Path("/work/.mirror/linkedin+Liger-Kernel/repo")):
-        if git_dir.exists():
-            r = subprocess.run(["git", "--git-dir", str(git_dir), "log", "-1",
-                                "--format=%h %cs"], capture_output=True, text=True)
-            if r.returncode == 0 and r.stdout.strip():
-                return f"{src} (linkedin/Liger-Kernel {r.stdout.strip()})"
-    return str(src)
+    return runner_common.suite_commit(src, "/work/.mirror/linkedin+Liger-Kernel/repo",
+                                      "linkedin/Liger-Kernel")
 
 
 def run_info(args: argparse.Namespace, argv: list[str], wall: float | None) -> dict[str, Any]:
-    import triton
-
     sel = [f"modules: {' '.join(args.tests)}"]
     if args.keyword:
         sel.append(f"-k `{args.keyword}`")
@@ -121,21 +101,9 @@ def run_info(args: argparse.Namespace, argv: list[str], wall: float | None) -> d
         sel.append(f"at most {args.per_function} cases per test function (sha256 order, "
                    f"seed {args.seed}; every module is sampled)")
     sel.append(f"timeout {args.timeout:g} s per test")
-    info: dict[str, Any] = {
-        "command": "`" + " ".join(["python", "scripts/run_liger_tests.py",
-                                   *map(shlex.quote, argv)]) + "`",
-        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} cores, "
-                   f"{platform.system()} {platform.release()}; Python {platform.python_version()}"
-                   f", triton {triton.__version__}; engine sim (CPU)",
-        "upstream": liger_commit(args.liger_src), "selection": "; ".join(sel),
-        "triton": triton.__version__,
-    }
-    if wall is not None:
-        info["wall_time"] = f"{wall:.0f} s ({args.workers} xdist workers)"
-    if args.notes:
-        info["notes"] = args.notes
-    return info
+    return runner_common.run_info("scripts/run_liger_tests.py", argv,
+                                  liger_commit(args.liger_src), sel, args.workers, wall,
+                                  args.notes)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -145,22 +113,10 @@ def main(argv: list[str] | None = None) -> int:
     rc = 0
     if not args.summary_only:
         files = test_files(args.liger_src, args.tests)
-        args.raw.parent.mkdir(parents=True, exist_ok=True)
-        args.raw.unlink(missing_ok=True)
-        cmd = pytest_command(args, files)
-        print("+", shlex.join(cmd), f"(in {args.liger_src})", flush=True)
-        t0 = time.monotonic()
-        rc = subprocess.run(cmd, cwd=args.liger_src, env=environment(args)).returncode
-        wall = time.monotonic() - t0
-    res = summary.load(args.raw)
-    info_path = args.raw.with_suffix(".run.json")
-    if args.summary_only and info_path.exists():
-        info = json.loads(info_path.read_text(encoding="utf-8"))
-        if args.notes:
-            info["notes"] = args.notes
-    else:
-        info = run_info(args, argv, wall)
-        info_path.write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
+        rc, wall = runner_common.run_pytest(pytest_command(args, files), args.liger_src,
+                                            environment(args), args.raw)
+    res, info = runner_common.load_run(args.raw, args.summary_only, args.notes,
+                                       lambda: run_info(args, argv, wall))
     body = summary.render(res, info).replace("# Per file", "# Per module")
     text = "\n".join(HEADER + [("#" + ln if ln.startswith("#") else ln)
                                for ln in body.splitlines()]) + "\n"
@@ -170,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {args.out}")
     else:
         print(text)
-    return 0 if rc in (0, 1, 5) else rc
+    return runner_common.exit_status(rc)
 
 
 if __name__ == "__main__":

@@ -15,14 +15,7 @@ See DEVELOPERS.md for where an upstream tree comes from.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
-import os
-import platform
-import shlex
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PLUGIN_DIR = ROOT / "scripts" / "conformance"
 sys.path.insert(0, str(PLUGIN_DIR))
 
-import summary  # noqa: E402 - after the path insert
+import runner_common  # noqa: E402 - after the path insert
+import summary  # noqa: E402
 
 DEFAULT_FILES = ("language/test_core.py", "language/test_standard.py", "language/test_random.py",
                  "language/test_tuple.py", "language/test_subprocess.py", "runtime/test_launch.py")
@@ -90,30 +84,16 @@ def pytest_command(args: argparse.Namespace) -> list[str]:
 
 
 def environment(args: argparse.Namespace) -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("TRITON_INTERPRET", None)
-    env["MSLTRANS_ENGINE"] = "sim"
+    env = runner_common.environment(args.raw, PLUGIN_DIR)
     env["MSLTRANS_FP64"] = args.fp64 if args.fp64 == "refuse" else ""
-    env["MSLTRANS_CONFORMANCE_OUT"] = str(args.raw)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PLUGIN_DIR), env.get("PYTHONPATH"))
-                                        if p)
-    env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton's 3.9 default, without its warning
     return env
 
 
 def upstream_commit(src: Path) -> str:
-    for git_dir in (src / ".git", Path(MIRROR)):
-        if git_dir.exists():
-            r = subprocess.run(["git", "--git-dir", str(git_dir), "log", "-1",
-                                "--format=%h %cs"], capture_output=True, text=True)
-            if r.returncode == 0 and r.stdout.strip():
-                return f"{src} (intel/intel-xpu-backend-for-triton {r.stdout.strip()})"
-    return str(src)
+    return runner_common.suite_commit(src, MIRROR, "intel/intel-xpu-backend-for-triton")
 
 
 def run_info(args: argparse.Namespace, argv: list[str], wall: float | None) -> dict[str, Any]:
-    import triton
-
     sel = [f"files: {' '.join(args.files)}"]
     if args.keyword:
         sel.append(f"-k `{args.keyword}`")
@@ -123,21 +103,9 @@ def run_info(args: argparse.Namespace, argv: list[str], wall: float | None) -> d
     if args.max_tests:
         sel.append(f"at most {args.max_tests} cases in all")
     sel.append(f"timeout {args.timeout:g} s per test; fp64 policy: {args.fp64}")
-    info: dict[str, Any] = {
-        "command": "`" + " ".join(["python", "scripts/run_upstream_tests.py",
-                                   *map(shlex.quote, argv)]) + "`",
-        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} cores, "
-                   f"{platform.system()} {platform.release()}; Python {platform.python_version()}"
-                   f", triton {triton.__version__}; engine sim (CPU)",
-        "upstream": upstream_commit(args.triton_src), "selection": "; ".join(sel),
-        "triton": triton.__version__,
-    }
-    if wall is not None:
-        info["wall_time"] = f"{wall:.0f} s ({args.workers} xdist workers)"
-    if args.notes:
-        info["notes"] = args.notes
-    return info
+    return runner_common.run_info("scripts/run_upstream_tests.py", argv,
+                                  upstream_commit(args.triton_src), sel, args.workers, wall,
+                                  args.notes)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -147,22 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     rc = 0
     if not args.summary_only:
         unit = check_tree(args.triton_src)
-        args.raw.parent.mkdir(parents=True, exist_ok=True)
-        args.raw.unlink(missing_ok=True)
-        cmd = pytest_command(args)
-        print("+", shlex.join(cmd), f"(in {unit})", flush=True)
-        t0 = time.monotonic()
-        rc = subprocess.run(cmd, cwd=unit, env=environment(args)).returncode
-        wall = time.monotonic() - t0
-    res = summary.load(args.raw)
-    info_path = args.raw.with_suffix(".run.json")
-    if args.summary_only and info_path.exists():  # what the recorded run was, not this call
-        info = json.loads(info_path.read_text(encoding="utf-8"))
-        if args.notes:
-            info["notes"] = args.notes
-    else:
-        info = run_info(args, argv, wall)
-        info_path.write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
+        rc, wall = runner_common.run_pytest(pytest_command(args), unit, environment(args),
+                                            args.raw)
+    res, info = runner_common.load_run(args.raw, args.summary_only, args.notes,
+                                       lambda: run_info(args, argv, wall))
     if args.out:
         existing = args.out.read_text(encoding="utf-8") if args.append and args.out.exists() \
             else None
@@ -174,8 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.baseline:
         summary.write_baseline(res, args.baseline, info, merge=args.append)
         print(f"wrote {args.baseline} ({len(res.passing())} passing ids)")
-    # pytest's 1 (some tests failed) is a normal result here; 2+ means the run itself broke.
-    return 0 if rc in (0, 1, 5) else rc
+    return runner_common.exit_status(rc)
 
 
 if __name__ == "__main__":
