@@ -5,18 +5,19 @@
 
 Liger's tests compare its kernels with torch on the same device. Here that device is the CPU,
 whose bf16 layer_norm backward and fp32 cross-entropy (reduction="sum") round differently from
-CUDA's. For each case a failing test ran, this script computes the same loss three ways — torch
-on the CPU in the test's dtype (the test's reference), Liger's kernels through msltrans, and
-torch in float64 — and prints each side's largest error against float64 and whether each side
-passes the test's own tolerance against float64. `classify.py` files a failure as test-assumes
-only for cases this script shows msltrans to be the closer one.
+CUDA's, and whose fp16 cross-entropy (reduction="mean") sums 8192 row losses in fp16 and
+overflows to inf. For each case a failing test ran, set up as the test sets it up, this script
+computes the same loss three ways — torch on the CPU in the test's dtype (the test's
+reference), Liger's kernels through msltrans, and torch in float64 — and prints each side's
+largest error against float64 and whether each side passes the test's own tolerance against
+float64. `classify.py` files a failure as test-assumes only for cases this script shows
+msltrans to be the closer one.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -61,51 +62,98 @@ def layer_norm_rows() -> list[Row]:
     return rows
 
 
+def _z_loss_reference(logits: torch.Tensor, target: torch.Tensor, ls: float, ignore: int,
+                      lsq: float, reduction: str) -> torch.Tensor:
+    """Liger's test reference (CrossEntropyWithZLoss), in the dtype of `logits`."""
+    ce = F.cross_entropy(logits, target, reduction=reduction, label_smoothing=ls,
+                         ignore_index=ignore)
+    lse = torch.logsumexp(logits, -1)
+    z = torch.where(target != ignore, lsq * lse**2, 0.0).sum()
+    return ce + (z if reduction == "sum" else z / (target != ignore).sum())
+
+
+def _inputs(bt: int, v: int, ignore: int, dtype: torch.dtype, seed0: bool
+            ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The test's logits and targets: Liger's conftest seeds 42, some tests re-seed 0."""
+    from test.utils import set_seed
+
+    set_seed(42)
+    if seed0:
+        torch.manual_seed(0)
+    x = torch.randn(bt, v, dtype=dtype)
+    target = torch.randint(0, v, (bt,))
+    n = int(torch.randint(1, bt // 2, (1,)).item())
+    target[torch.randperm(bt)[:n]] = ignore
+    return x, target
+
+
 def cross_entropy_rows() -> list[Row]:
+    """The fp32 reduction="sum" cases that failed, each set up as its test sets it up."""
     from liger_kernel.transformers.cross_entropy import LigerCrossEntropyLoss
 
     rows = []
-    b, t, v = 3, 423, 32000
-    # (label smoothing, ignore index, z-loss scale, softcap, rtol): the failing sum-reduction cases
-    for ls, ignore, lsq, softcap, rtol in ((0.2, -42, 1e-5, None, 1e-6),
-                                           (0.2, 42, 1e-5, 40.0, 1e-5)):
-        torch.manual_seed(0)
-        x = torch.randn(b * t, v)
-        target = torch.randint(0, v, (b * t,))
-        n = int(torch.randint(1, b * t // 2, (1,)).item())
-        target[torch.randperm(b * t)[:n]] = ignore
-
-        def loss(logits: torch.Tensor, ls: float = ls, ignore: int = ignore, lsq: float = lsq,
-                 softcap: float | None = softcap, target: torch.Tensor = target) -> torch.Tensor:
-            if softcap is not None:
-                logits = softcap * torch.tanh(logits / softcap)
-            ce = F.cross_entropy(logits, target, reduction="sum", label_smoothing=ls,
-                                 ignore_index=ignore)
-            lse = torch.logsumexp(logits, -1)
-            return ce + torch.where(target != ignore, lsq * lse**2, 0.0).sum()
-
+    v = 32000
+    # test_correctness_with_z_loss_with_other_params_once: (B, T, ls, ignore, lsq, z, rtol)
+    # test_correctness_not_last_layer_with_other_params: softcap given, grad_output random x 3
+    cases = [("z_loss", b, t, 0.2, -42, lsq, None, z, rtol)
+             for b, t in ((3, 423), (2, 4096))
+             for lsq, z, rtol in ((1e-4, True, 1e-6), (1e-5, False, 1e-6))]
+    cases += [("not_last_layer", b, t, ls, ignore, lsq, softcap, False, 1e-5)
+              for b, t in ((3, 423), (2, 1024))
+              for ignore, lsq, ls, softcap in ((-100, 1e-4, 0.1, 30.0), (42, 1e-5, 0.2, 40.0))]
+    for test, b, t, ls, ignore, lsq, softcap, z, rtol in cases:
+        x, target = _inputs(b * t, v, ignore, torch.float32, seed0=test == "z_loss")
         lig = LigerCrossEntropyLoss(lse_square_scale=lsq, label_smoothing=ls,
-                                    ignore_index=ignore, reduction="sum", softcap=softcap)
-        fns: tuple[Callable[[torch.Tensor], torch.Tensor], ...] = (
-            loss, lambda xi, lig=lig, target=target: lig(xi, target), loss)
+                                    ignore_index=ignore, reduction="sum", softcap=softcap,
+                                    return_z_loss=z)
         xs = [x.clone().requires_grad_(True), x.clone().requires_grad_(True),
               x.double().requires_grad_(True)]
-        for fn, xi in zip(fns, xs, strict=True):
-            fn(xi).backward()
-        case = f"cross_entropy fp32 sum {b}-{t}-{v} ls={ls} softcap={softcap}"
+        outs = []
+        for i, xi in enumerate(xs):
+            if i == 1:
+                out = lig(xi, target)
+                outs.append(out.loss if z else out)
+                continue
+            logits = xi if softcap is None else softcap * torch.tanh(xi / softcap)
+            outs.append(_z_loss_reference(logits, target, ls, ignore, lsq, "sum"))
+        grad = torch.rand_like(outs[0]) if test == "not_last_layer" else torch.ones(())
+        for out in outs:
+            (out * 3 if test == "not_last_layer" else out).backward(grad.to(out.dtype))
+        case = (f"cross_entropy fp32 sum {b}-{t}-{v} {test} ls={ls} ignore={ignore} "
+                f"lsq={lsq} softcap={softcap}")
         rows.append(_row(case, "dX", xs[0].grad, xs[1].grad, xs[2].grad, 1e-8, rtol))
     return rows
+
+
+def forward_only_rows() -> list[Row]:
+    """test_correctness_with_forward_only, fp16, mean over 8192 rows: torch-CPU sums in fp16."""
+    from liger_kernel.transformers.cross_entropy import LigerCrossEntropyLoss
+    from test.utils import set_seed
+
+    b, t, v = 2, 4096, 32000
+    set_seed(42)
+    torch.manual_seed(0)
+    x = torch.randn(b * t, v, dtype=torch.float16)
+    target = torch.randint(0, v, (b * t,))
+    with torch.no_grad():
+        ref = F.cross_entropy(x, target)
+        ours = LigerCrossEntropyLoss(reduction="mean")(x.clone(), target)
+        exact = F.cross_entropy(x.double(), target)
+    return [_row(f"cross_entropy fp16 mean {b}-{t}-{v} forward_only", "loss", ref, ours, exact,
+                 1e-2, 1e-2)]
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--liger-src", type=Path, required=True, help="Liger-Kernel checkout")
     args = p.parse_args(argv)
-    sys.path.insert(0, str(args.liger_src.resolve() / "src"))
+    src = args.liger_src.resolve()
+    sys.path[:0] = [str(src / "src"), str(src)]  # liger_kernel, and test.utils for its seeding
     print("| case | tensor | torch-CPU max err vs f64 | msltrans max err vs f64 | "
           "torch-CPU within tol | msltrans within tol |")
     print("|---|---|---:|---:|---|---|")
-    for case, name, e_ref, e_ours, ok_ref, ok_ours in layer_norm_rows() + cross_entropy_rows():
+    for case, name, e_ref, e_ours, ok_ref, ok_ours in (layer_norm_rows() + forward_only_rows()
+                                                      + cross_entropy_rows()):
         print(f"| {case} | {name} | {e_ref:.3g} | {e_ours:.3g} | {ok_ref} | {ok_ours} |",
               flush=True)
     return 0

@@ -18,7 +18,8 @@ CATEGORY_TITLES = {
     "upstream-xfail": "upstream's own expected failures",
     "other-skip": "other skips",
     "test-assumes": "failed on an assumption of the upstream test (LLVM artifact, CUDA/XPU "
-                    "torch, version skew)",
+                    "torch, version skew, a reference further from the exact value than "
+                    "msltrans)",
     "sim-budget": "past the simulator's time budget on this 2-core CPU (the same kernel is "
                   "checked, at a size that fits, by the project's own tests)",
     "real": "real failures (wrong results, crashes, timeouts, exceptions)",
