@@ -443,6 +443,14 @@ def tutorial_verdict(entry: dict[str, Any]) -> str:
     return text
 
 
+def tutorial_sources(entries: list[dict[str, Any]], default: str) -> str:
+    """Each source tree with the tutorials that came from it (a merged run has several)."""
+    trees: dict[str, list[str]] = {}
+    for e in entries:
+        trees.setdefault(e.get("src", default), []).append(e["nn"])
+    return "; ".join(f"`{src}` ({', '.join(nns)})" for src, nns in trees.items())
+
+
 def render(entries: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     lines = [
         "# Triton tutorials 01–06 through msltrans",
@@ -460,7 +468,7 @@ def render(entries: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         f"{meta['timeout']:g} s (a tutorial script), {meta['case_timeout']:g} s (a pytest case)",
         f"- Machine: {meta['machine']}; Python {meta['python']}, torch {meta['torch']}, "
         f"triton {meta['triton']}",
-        f"- Tutorial sources: `{meta['src']}`",
+        f"- Tutorial sources: {tutorial_sources(entries, str(meta['src']))}",
         "",
         "| tutorial | result | wall s | notes |",
         "| --- | --- | ---: | --- |",
@@ -533,7 +541,7 @@ def main(argv: list[str] | None = None) -> int:
     args.log.parent.mkdir(parents=True, exist_ok=True)
     args.log.write_text("", encoding="utf-8")
     t0 = time.perf_counter()
-    entries = [run_tutorial(nn, path, args, args.log)
+    entries = [{**run_tutorial(nn, path, args, args.log), "src": str(args.triton_src)}
                for nn, path in find_tutorials(args.triton_src, args.only)]
     shown = [a for a in (argv if argv is not None else sys.argv[1:])]
     command = shlex.join(["python", "scripts/run_tutorials.py", *shown])
@@ -543,6 +551,7 @@ def main(argv: list[str] | None = None) -> int:
         fresh = {e["nn"] for e in entries}
         kept = [e for e in old["entries"] if e["nn"] not in fresh]
         for e in kept:
+            e.setdefault("src", str(old["meta"]["src"]))  # rows written before "src" was kept
             note = (f"kept from the earlier run ({old['meta']['date']}, sources "
                     f"`{old['meta']['src']}`)")
             if not any(n.startswith("kept from the earlier run") for n in e["notes"]):
