@@ -63,24 +63,27 @@ def layer_norm_rows() -> list[Row]:
 
 
 def _z_loss_reference(logits: torch.Tensor, target: torch.Tensor, ls: float, ignore: int,
-                      lsq: float, reduction: str) -> torch.Tensor:
-    """Liger's test reference (CrossEntropyWithZLoss), in the dtype of `logits`."""
-    ce = F.cross_entropy(logits, target, reduction=reduction, label_smoothing=ls,
+                      lsq: float) -> torch.Tensor:
+    """Liger's test reference (CrossEntropyWithZLoss, reduction="sum"), in `logits`' dtype."""
+    ce = F.cross_entropy(logits, target, reduction="sum", label_smoothing=ls,
                          ignore_index=ignore)
     lse = torch.logsumexp(logits, -1)
-    z = torch.where(target != ignore, lsq * lse**2, 0.0).sum()
-    return ce + (z if reduction == "sum" else z / (target != ignore).sum())
+    return ce + torch.where(target != ignore, lsq * lse**2, 0.0).sum()
 
 
-def _inputs(bt: int, v: int, ignore: int, dtype: torch.dtype, seed0: bool
-            ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The test's logits and targets: Liger's conftest seeds 42, some tests re-seed 0."""
+def _seed(seed0: bool) -> None:
+    """As the tests seed: Liger's conftest calls set_seed(42), some tests re-seed 0."""
     from test.utils import set_seed
 
     set_seed(42)
     if seed0:
         torch.manual_seed(0)
-    x = torch.randn(bt, v, dtype=dtype)
+
+
+def _inputs(bt: int, v: int, ignore: int, seed0: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """The test's logits and targets (with some targets set to `ignore`)."""
+    _seed(seed0)
+    x = torch.randn(bt, v)
     target = torch.randint(0, v, (bt,))
     n = int(torch.randint(1, bt // 2, (1,)).item())
     target[torch.randperm(bt)[:n]] = ignore
@@ -102,7 +105,7 @@ def cross_entropy_rows() -> list[Row]:
               for b, t in ((3, 423), (2, 1024))
               for ignore, lsq, ls, softcap in ((-100, 1e-4, 0.1, 30.0), (42, 1e-5, 0.2, 40.0))]
     for test, b, t, ls, ignore, lsq, softcap, z, rtol in cases:
-        x, target = _inputs(b * t, v, ignore, torch.float32, seed0=test == "z_loss")
+        x, target = _inputs(b * t, v, ignore, seed0=test == "z_loss")
         lig = LigerCrossEntropyLoss(lse_square_scale=lsq, label_smoothing=ls,
                                     ignore_index=ignore, reduction="sum", softcap=softcap,
                                     return_z_loss=z)
@@ -115,7 +118,7 @@ def cross_entropy_rows() -> list[Row]:
                 outs.append(out.loss if z else out)
                 continue
             logits = xi if softcap is None else softcap * torch.tanh(xi / softcap)
-            outs.append(_z_loss_reference(logits, target, ls, ignore, lsq, "sum"))
+            outs.append(_z_loss_reference(logits, target, ls, ignore, lsq))
         grad = torch.rand_like(outs[0]) if test == "not_last_layer" else torch.ones(())
         for out in outs:
             (out * 3 if test == "not_last_layer" else out).backward(grad.to(out.dtype))
@@ -128,11 +131,9 @@ def cross_entropy_rows() -> list[Row]:
 def forward_only_rows() -> list[Row]:
     """test_correctness_with_forward_only, fp16, mean over 8192 rows: torch-CPU sums in fp16."""
     from liger_kernel.transformers.cross_entropy import LigerCrossEntropyLoss
-    from test.utils import set_seed
 
     b, t, v = 2, 4096, 32000
-    set_seed(42)
-    torch.manual_seed(0)
+    _seed(seed0=True)
     x = torch.randn(b * t, v, dtype=torch.float16)
     target = torch.randint(0, v, (b * t,))
     with torch.no_grad():

@@ -13,6 +13,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "confor
 from classify import classify  # noqa: E402
 
 REFUSED = "refused: MetalNonRecoverableError: "
+CE_SUM = ("the reference is torch-CPU's fp32 cross-entropy (sum), further from float64 than "
+          "msltrans (liger_vs_float64.py)")
+LN_BF16 = ("the reference is torch-CPU's bf16 layer_norm backward, further from float64 than "
+           "msltrans (liger_vs_float64.py)")
+CE_MEAN_INF = ("the reference is torch-CPU's fp16 cross-entropy (mean), which overflows to inf; "
+               "msltrans gives the float64 loss rounded to fp16 (liger_vs_float64.py)")
+FORWARD_ONLY_ID = ("test/transformers/test_cross_entropy.py::test_correctness_with_forward_only["
+                   "dtype1-1.0-0.01-0.01-mean-2-4096-32000--100]")
+
+
+def _fp16_allclose_failure(reference: str, ours: str) -> str:
+    """pytest's line for `assert torch.allclose(reference, ours)` on two fp16 scalars."""
+    return ("assert False\n +  where False = <built-in method allclose of type object at 0x7f>("
+            f"tensor({reference}, dtype=torch.float16), tensor({ours}, dtype=torch.float16), "
+            "atol=0.01)")
 
 
 @pytest.mark.parametrize("row,category,detail", [
@@ -59,8 +74,7 @@ REFUSED = "refused: MetalNonRecoverableError: "
      "bfloat16 not supported on this GPU"),
     ({"outcome": "fail", "id": "test/transformers/test_layer_norm.py::test_liger_layer_norm["
       "dtype1-0.02-0.02-2-8-64]", "reason": "assert False + where False = allclose(...)"},
-     "test-assumes", "the reference is torch-CPU's bf16 layer_norm backward, further from "
-     "float64 than msltrans (liger_vs_float64.py)"),
+     "test-assumes", LN_BF16),
     # the same assertion failing in fp32 (dtype0) is ours
     ({"outcome": "fail", "id": "test/transformers/test_layer_norm.py::test_liger_layer_norm["
       "dtype0-1e-05-1e-05-2-8-64]", "reason": "assert False + where False = allclose(...)"},
@@ -68,8 +82,7 @@ REFUSED = "refused: MetalNonRecoverableError: "
     ({"outcome": "fail", "id": "test/transformers/test_cross_entropy.py::test_correctness_with_"
       "z_loss_with_other_params_once[0.2--42-sum-False-1e-05-1.0-dtype1-1e-08-1e-06-3-423-32000]",
       "reason": "AssertionError: Number of mismatched elements: 3894"}, "test-assumes",
-     "the reference is torch-CPU's fp32 cross-entropy (sum), further from float64 than "
-     "msltrans (liger_vs_float64.py)"),
+     CE_SUM),
     # reduction="mean" was not shown to be torch's error
     ({"outcome": "fail", "id": "test/transformers/test_cross_entropy.py::test_correctness_with_"
       "z_loss_with_other_params_once[0.1-42-mean-False-1e-05-1.0-dtype1-1e-08-1e-06-3-423-32000]",
@@ -77,24 +90,16 @@ REFUSED = "refused: MetalNonRecoverableError: "
     ({"outcome": "fail", "id": "test/transformers/test_cross_entropy.py::test_correctness_not_"
       "last_layer_with_other_params[1.0-dtype1-1e-08-1e-05-sum--100-0.0001-0.1-30.0-2-1024-32000]",
       "reason": "assert False + where False = allclose(...)"}, "test-assumes",
-     "the reference is torch-CPU's fp32 cross-entropy (sum), further from float64 than "
-     "msltrans (liger_vs_float64.py)"),
+     CE_SUM),
     # the same case with reduction="mean" was not diagnosed
     ({"outcome": "fail", "id": "test/transformers/test_cross_entropy.py::test_correctness_not_"
       "last_layer_with_other_params[1.0-dtype1-1e-08-1e-05-mean--100-0.0001-0.1-30.0-2-1024-"
       "32000]", "reason": "assert False + where False = allclose(...)"}, "real", "wrong result"),
-    ({"outcome": "fail", "id": "test/transformers/test_cross_entropy.py::test_correctness_with_"
-      "forward_only[dtype1-1.0-0.01-0.01-mean-2-4096-32000--100]", "reason": "assert False\n"
-      " +  where False = <built-in method allclose of type object at 0x7f>(tensor(inf, "
-      "dtype=torch.float16), tensor(10.8828, dtype=torch.float16), atol=0.01)"}, "test-assumes",
-     "the reference is torch-CPU's fp16 cross-entropy (mean), which overflows to inf; msltrans "
-     "gives the float64 loss rounded to fp16 (liger_vs_float64.py)"),
+    ({"outcome": "fail", "id": FORWARD_ONLY_ID,
+      "reason": _fp16_allclose_failure("inf", "10.8828")}, "test-assumes", CE_MEAN_INF),
     # msltrans returning inf there (the second argument) stays ours
-    ({"outcome": "fail", "id": "test/transformers/test_cross_entropy.py::test_correctness_with_"
-      "forward_only[dtype1-1.0-0.01-0.01-mean-2-4096-32000--100]", "reason": "assert False\n"
-      " +  where False = <built-in method allclose of type object at 0x7f>(tensor(10.8828, "
-      "dtype=torch.float16), tensor(inf, dtype=torch.float16), atol=0.01)"}, "real",
-     "wrong result"),
+    ({"outcome": "fail", "id": FORWARD_ONLY_ID,
+      "reason": _fp16_allclose_failure("10.8828", "inf")}, "real", "wrong result"),
     ({"outcome": "fail", "id": "python/test/unit/language/test_core.py::test_scaled_dot[64-64-64-"
       "False-False-False-e4m3-e4m3-4-16-1]", "reason": "AssertionError: Tensor-likes are not "
       "close! Mismatched elements: 1 / 4096 (0.0%)"}, "test-assumes",
