@@ -93,8 +93,15 @@ def _buffer_for(addr: int, bound: list[Bound], kernel: KernelSignature) -> tuple
     return None
 
 
+def timeout_hint(seconds: float) -> str:
+    return (f"the dispatch ran past its time limit of {seconds:g} s (an endless loop, or a "
+            "spin-wait on another thread: simulated threads run one at a time until they reach "
+            "a barrier); raise the limit with the timeout= keyword of the kernel call or "
+            "MSLTRANS_SIM_TIMEOUT=<seconds> (0: no limit)")
+
+
 def raise_report(report: native.Report, kernel: KernelSignature, bound: list[Bound],
-                 library: str, sources: dict[str, str]) -> None:
+                 library: str, sources: dict[str, str], timeout_s: float = 0.0) -> None:
     kind = report.kind
     message = report.message.decode(errors="replace")
     if kind == native.ERR_LAUNCH:
@@ -117,9 +124,7 @@ def raise_report(report: native.Report, kernel: KernelSignature, bound: list[Bou
                               "large local arrays)",
             native.ERR_FPE: "integer division trap (division by zero or INT_MIN / -1)",
             native.ERR_BUS: "bus error",
-            native.ERR_TIMEOUT: "the dispatch ran past its time limit (an endless loop, or a "
-                                "spin-wait on another thread: simulated threads run one at a "
-                                "time until they reach a barrier)"}.get(kind, message)
+            native.ERR_TIMEOUT: timeout_hint(timeout_s)}.get(kind, message)
     if kind in errors:
         raise errors[kind](what, where)
     raise SimError(f"kernel `{kernel.name}`: unknown runtime error {kind}: {message}")

@@ -38,12 +38,30 @@ from msltrans.sim.signatures import KernelSignature
 
 MAX_THREADS_PER_THREADGROUP = 1024
 THREAD_EXECUTION_WIDTH = 32
-# Wall-clock limit of one dispatch (seconds; None disables): a spin-wait would hang forever.
+# Wall-clock limit of one dispatch (seconds): a spin-wait would hang forever.
+# MSLTRANS_SIM_TIMEOUT (seconds, 0 = no limit) changes the default; timeout= overrides both.
 DEFAULT_TIMEOUT_S = 300.0
+TIMEOUT_ENV = "MSLTRANS_SIM_TIMEOUT"
+_UNSET: Any = object()
 _dispatch_lock = threading.Lock()   # the runtime keeps one dispatch's state in globals
 _loaded: dict[str, Library] = {}
 # Library files this process has dlopen'ed: path -> (st_dev, st_ino) of the file opened.
 _opened: dict[str, tuple[int, int]] = {}
+
+
+def default_timeout() -> float | None:
+    """The dispatch time limit in seconds from MSLTRANS_SIM_TIMEOUT (None: no limit)."""
+    text = os.environ.get(TIMEOUT_ENV, "").strip()
+    if not text:
+        return DEFAULT_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise LaunchError(f"{TIMEOUT_ENV} must be a number of seconds >= 0 (0: no limit), "
+                          f"not {text!r}")
+    return value or None
 
 
 def _as_dims(value: int | tuple[int, ...] | list[int], what: str) -> tuple[int, ...]:
@@ -82,7 +100,11 @@ class Kernel:
                  group_size: int | tuple[int, ...] | None = None,
                  arg_casts: str | dict[int, str] | None = None, schedule: str = "forward",
                  seed: int = 0, threadgroup_memory: dict[int, int] | list[int] | None = None,
-                 timeout: float | None = DEFAULT_TIMEOUT_S) -> None:
+                 timeout: float | None = _UNSET) -> None:
+        """Dispatch `threads` threads in groups of `group_size` (torch.mps's convention).
+
+        `timeout`: wall-clock limit in seconds (None or 0: none); the default is
+        MSLTRANS_SIM_TIMEOUT, else 300 s."""
         if schedule not in native.SCHEDULES:
             raise LaunchError(f"schedule must be one of {sorted(native.SCHEDULES)}")
         bound, scalars = self._bind(args, arg_casts)
@@ -108,6 +130,8 @@ class Kernel:
                               f"threads, over Metal's {MAX_THREADS_PER_THREADGROUP} per "
                               "threadgroup")
         tg_lengths = self._threadgroup_lengths(threadgroup_memory)
+        if timeout is _UNSET:
+            timeout = default_timeout()
         timeout_ms = 0 if not timeout else max(1, int(timeout * 1000))
         self._run(bound, scalars, grid + (1,) * (3 - len(grid)),
                   group + (1,) * (3 - len(group)), tg_lengths, schedule, seed, timeout_ms)
@@ -141,12 +165,38 @@ class Kernel:
     def _run(self, bound: list[Bound], scalars: list[Bound], grid: tuple[int, ...],
              group: tuple[int, ...], tg_lengths: list[int], schedule: str, seed: int,
              timeout_ms: int) -> None:
+        wanted = [p.index for p in self.signature.params if p.kind == "buffer"]
+        n_buffers = max([*wanted, *(b.index for b in bound + scalars)], default=-1) + 1
+        launch = native.Launch(
+            entry=self._entry, n_buffers=n_buffers, n_tg=len(tg_lengths),
+            tg_lengths=(ctypes.c_ulong * max(len(tg_lengths), 1))(*tg_lengths),
+            threads=(ctypes.c_uint * 3)(*grid), group_size=(ctypes.c_uint * 3)(*group),
+            schedule=native.SCHEDULES[schedule], workers=0, seed=seed & (2**64 - 1),
+            timeout_ms=timeout_ms)
+        retried = False
+        while True:
+            report = self._dispatch(launch, bound, scalars, n_buffers)
+            if not (report.kind and report.workers > 1 and report.kind != native.ERR_TIMEOUT
+                    and not retried):
+                break
+            # A parallel dispatch stops at the first error any worker meets. Run it again
+            # on one worker, from the host's untouched data, so that the error reported is
+            # the one the sequential order meets first (and the results copied back are
+            # those of the sequential run up to it).
+            launch.workers = 1
+            retried = True
+        if report.kind:
+            raise_report(report, self.signature, bound + scalars, str(self.library.path),
+                         self.library.sources, timeout_ms / 1000)
+
+    def _dispatch(self, launch: native.Launch, bound: list[Bound], scalars: list[Bound],
+                  n_buffers: int) -> native.Report:
+        """Stage the arguments, run, copy results back if the run did not fail (or if it
+        ran on one worker), unmap. Returns the runtime's report."""
         lib = native.runtime()
         regions = group_regions(bound)
         for item in scalars:
             regions.append(scalar_region(item))
-        wanted = [p.index for p in self.signature.params if p.kind == "buffer"]
-        n_buffers = max([*wanted, *(b.index for b in bound + scalars)], default=-1) + 1
         buffers = (ctypes.c_void_p * max(n_buffers, 1))()
         try:
             for region in regions:
@@ -156,22 +206,17 @@ class Kernel:
                 item.device_addr = item.region.data + ((item.host_addr or 0)
                                                        - item.region.host_start)
                 buffers[item.index] = item.device_addr
-            lengths = (ctypes.c_ulong * max(len(tg_lengths), 1))(*tg_lengths)
-            launch = native.Launch(
-                entry=self._entry, buffers=buffers, n_buffers=n_buffers, n_tg=len(tg_lengths),
-                tg_lengths=lengths, threads=(ctypes.c_uint * 3)(*grid),
-                group_size=(ctypes.c_uint * 3)(*group), schedule=native.SCHEDULES[schedule],
-                interleave=0, seed=seed & (2**64 - 1), timeout_ms=timeout_ms)
+            launch.buffers = buffers
             report = native.Report()
             with _dispatch_lock:
                 lib.msl_sim_dispatch(ctypes.byref(launch), ctypes.byref(report))
             self._static_tg = int(report.tg_static_bytes)
-            for region in regions:
-                if region.copy_back:
-                    ctypes.memmove(region.host_start, region.data, region.size)
-            if report.kind:
-                raise_report(report, self.signature, bound + scalars, str(self.library.path),
-                             self.library.sources)
+            retry = report.kind and report.workers > 1 and report.kind != native.ERR_TIMEOUT
+            if not retry:
+                for region in regions:
+                    if region.copy_back:
+                        ctypes.memmove(region.host_start, region.data, region.size)
+            return report
         finally:
             for region in regions:
                 if region.map_base.value:

@@ -12,7 +12,7 @@ from msltrans.sim.cache import cache_dir, runtime_sources, temp_output, tree_has
 from msltrans.sim.compiler import find_compiler, shell_command
 from msltrans.sim.errors import CompileError
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 
 class Launch(ctypes.Structure):
@@ -25,9 +25,11 @@ class Launch(ctypes.Structure):
         ("threads", ctypes.c_uint * 3),
         ("group_size", ctypes.c_uint * 3),
         ("schedule", ctypes.c_uint),
-        ("interleave", ctypes.c_uint),
+        ("workers", ctypes.c_uint),
         ("seed", ctypes.c_ulonglong),
         ("timeout_ms", ctypes.c_uint),
+        ("profile", ctypes.c_uint),
+        ("profile_out", ctypes.c_void_p),
     ]
 
 
@@ -44,6 +46,7 @@ class Report(ctypes.Structure):
         ("pc_offset", ctypes.c_ulonglong),
         ("tg_static_bytes", ctypes.c_ulong),
         ("groups_run", ctypes.c_ulonglong),
+        ("workers", ctypes.c_uint),
         ("object_path", ctypes.c_char * 512),
         ("message", ctypes.c_char * 2048),
     ]
@@ -59,7 +62,7 @@ def _build(path: os.PathLike[str]) -> None:
     sources = [str(p) for p in runtime_sources() if p.suffix in (".c", ".S")]
     tmp = temp_output(cache_dir() / os.path.basename(path))
     argv = [*compiler.c_argv(), "-O2", "-fPIC", "-shared", "-g", "-U_FORTIFY_SOURCE",
-            "-fno-stack-protector", "-o", str(tmp), *sources]
+            "-fno-stack-protector", "-pthread", "-o", str(tmp), *sources]
     result = subprocess.run(argv, capture_output=True, text=True)
     if result.returncode != 0:
         tmp.unlink(missing_ok=True)

@@ -17,11 +17,11 @@ import subprocess
 from pathlib import Path
 
 from msltrans.sim.cache import atomic_write, cache_dir, headers_hash, temp_output
-from msltrans.sim.compiler import LANGUAGE_FLAGS, Compiler, include_flags
+from msltrans.sim.compiler import LANGUAGE_FLAGS, TARGET_FLAGS, Compiler, include_flags
 
 PRELUDE = "#include <msl_sim/entry.h>\n#include <metal_stdlib>\n"
 # Flags that change predefined macros must match between the PCH and its users.
-PCH_CODEGEN = ("-O2", "-fPIC")
+PCH_CODEGEN = ("-O2", *TARGET_FLAGS, "-fPIC")
 # The cache key already covers the headers' contents; mtime checks would only reject a PCH
 # after a header was touched without changes.
 USE_PCH = ("-Xclang", "-fno-validate-pch", "-include-pch")

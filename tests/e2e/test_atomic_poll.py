@@ -1,9 +1,9 @@
 """tl.atomic_poll (tt.atomic_poll): spin until *ptr == expected; timeout_ns=0 loads once.
 
 References are numpy comparisons of the bits the kernel reads (the flags are not changed
-while it runs, except in the cross-program test, where the simulator runs program 0 before
-program 1). A poll that waits on a later program must end in the simulator's per-dispatch
-timeout, never hang.
+while it runs, except in the cross-program tests). On one simulator worker thread a poll
+that waits on a later program must end in the per-dispatch timeout, never hang; with two
+workers the two programs run at once and the handshake completes, as on a GPU.
 """
 
 from __future__ import annotations
@@ -104,16 +104,28 @@ def wait_for_later_kernel(flag, out):
         tl.atomic_xchg(flag, 1, sem="release")
 
 
-def test_poll_on_a_later_program_times_out_instead_of_hanging() -> None:
+def _wait_for_later(monkeypatch: pytest.MonkeyPatch, workers: int) -> tuple:
     sim = sim_or_skip()
+    monkeypatch.setenv("MSLTRANS_SIM_THREADS", str(workers))
     flag, out = np.zeros(1, np.int32), np.zeros(1, np.int32)
     prog = compile_kernel(wait_for_later_kernel, (flag, out))
     check_msl_compiles(prog.source)
     kernel = getattr(sim.compile_shader(prog.source), prog.kernel_name)
     t = prog.threads_per_group
-    with pytest.raises(sim.KernelTimeoutError):
-        kernel(flag, out, threads=(2 * t, 1, 1), group_size=(t, 1, 1),
-               arg_casts=prog.arg_casts, timeout=1.0)
+    return sim, lambda: kernel(flag, out, threads=(2 * t, 1, 1), group_size=(t, 1, 1),
+                               arg_casts=prog.arg_casts, timeout=1.0), flag, out
+
+
+def test_poll_on_a_later_program_times_out_instead_of_hanging(monkeypatch) -> None:
+    sim, run, _, _ = _wait_for_later(monkeypatch, 1)   # one worker: programs run in order
+    with pytest.raises(sim.KernelTimeoutError, match="MSLTRANS_SIM_TIMEOUT"):
+        run()
+
+
+def test_poll_on_a_concurrent_program_completes(monkeypatch) -> None:
+    _, run, flag, out = _wait_for_later(monkeypatch, 2)   # each program on its own worker
+    run()
+    assert (flag[0], out[0]) == (1, 1)
 
 
 @triton.jit

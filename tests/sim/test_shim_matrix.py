@@ -156,3 +156,77 @@ kernel void tgm(device const float* m [[buffer(0)]], device float* out [[buffer(
     out = np.zeros((8, 8), np.float32)
     lib.tgm(m, out, threads=32, group_size=32, threadgroup=[256])
     assert np.array_equal(out, 3 * m[:, 8:].T)
+
+
+MISUSE = (
+    HEADER
+    + """
+kernel void skip_load(device float* m [[buffer(0)]], ushort lane [[thread_index_in_simdgroup]]) {
+    simdgroup_float8x8 a;
+    if (lane != 5) simdgroup_load(a, m);
+    m[64 + lane] = simd_sum(1.0f);
+}
+kernel void split_mma(device float* m [[buffer(0)]], ushort lane [[thread_index_in_simdgroup]]) {
+    simdgroup_float8x8 a, d;
+    simdgroup_load(a, m);
+    if (lane < 16) simdgroup_multiply(d, a, a);
+    else simdgroup_multiply(d, a, a);
+    simdgroup_store(d, m);
+}
+kernel void half_mma(device float* m [[buffer(0)]], ushort lane [[thread_index_in_simdgroup]]) {
+    simdgroup_float8x8 a, d;
+    simdgroup_load(a, m);
+    if (lane >= 16) return;
+    simdgroup_multiply(d, a, a);
+    simdgroup_store(d, m + 64);
+}
+kernel void pending_elements(device const float* m [[buffer(0)]], device float* out [[buffer(1)]],
+                             ushort lane [[thread_index_in_simdgroup]]) {
+    simdgroup_float8x8 a, b, d;
+    simdgroup_load(a, m);
+    simdgroup_load(b, m + 64);
+    simdgroup_multiply(d, a, b);              // pending in every lane but the last to record it
+    simdgroup_float8x8 e = d;                 // copies share the pending result
+    simdgroup_multiply_accumulate(d, a, b, d);
+    float2 x = e.thread_elements(), y = d.thread_elements();
+    out[2 * lane] = x.x; out[2 * lane + 1] = x.y;
+    out[64 + 2 * lane] = y.x; out[64 + 2 * lane + 1] = y.y;
+}
+"""
+)
+
+
+def test_lane_skipping_a_load_is_a_divergence():
+    lib = compile_shader(MISUSE)
+    with pytest.raises(RuntimeError, match="divergent simdgroup_matrix ops in simdgroup 0.*lane 5 executed 0"):
+        lib.skip_load(np.zeros(128, np.float32), threads=32, group_size=32)
+
+
+def test_multiply_accumulates_at_different_sites_are_a_divergence():
+    lib = compile_shader(MISUSE)
+    with pytest.raises(RuntimeError, match="divergent simdgroup_matrix ops in simdgroup 0: lane 16"):
+        lib.split_mma(np.zeros(128, np.float32), threads=32, group_size=32)
+
+
+def test_waiting_for_a_result_half_the_lanes_never_compute():
+    lib = compile_shader(MISUSE)
+    with pytest.raises(RuntimeError, match="simdgroup_multiply_accumulate at .*which 16 of 32 lanes"):
+        lib.half_mma(np.zeros(128, np.float32), threads=32, group_size=32)
+
+
+def test_thread_elements_of_pending_results_and_their_copies():
+    lib = compile_shader(MISUSE)
+    rng = np.random.default_rng(5)
+    m = rng.standard_normal(128).astype(np.float32)
+    out = np.zeros(128, np.float32)
+    lib.pending_elements(m, out, threads=32, group_size=32)
+    a, b = m[:64].reshape(8, 8), m[64:].reshape(8, 8)
+    first = _chain(a, b)
+    second = np.zeros((8, 8), np.float32)
+    for k in range(8):   # d = a @ b + d, the chain starting from the first product
+        second = fma_f32(a[:, k : k + 1], b[k : k + 1, :], first if k == 0 else second)
+    for lane in range(32):
+        q = lane // 4
+        row, col = (q & 4) + (lane // 2) % 4, (q & 2) * 2 + (lane % 2) * 2
+        assert list(out[2 * lane : 2 * lane + 2]) == list(first[row, col : col + 2])
+        assert list(out[64 + 2 * lane : 64 + 2 * lane + 2]) == list(second[row, col : col + 2])

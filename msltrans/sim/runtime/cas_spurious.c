@@ -2,11 +2,12 @@
    spuriously (writes nothing; *expected gets the current value, as Metal allows), so the
    retry paths of CAS loops run. Fibers never interleave inside a loop, so without this the
    weak compare-exchange would never fail when the values match. The variable is read at
-   every dispatch (not compiled into kernels: cached libraries follow it). */
+   every dispatch (not compiled into kernels: cached libraries follow it). While it is on,
+   a dispatch runs on one worker thread, so the calls are counted in execution order. */
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "mslsim.h"
+#include "sched.h"
 
 static unsigned long long period, calls;
 
@@ -28,3 +29,6 @@ int msl_sim_cas_spurious_reset(char *message, unsigned long size) {
 }
 
 int msl_sim_cas_spurious(void) { return period && ++calls % period == 0; }
+
+/* With failure injection on, a dispatch runs on one worker: the count is in execution order. */
+int msl_sim_cas_spurious_enabled(void) { return period != 0; }

@@ -16,5 +16,12 @@ typedef struct msl_sim_context {
 void msl_sim_context_init(msl_sim_context *ctx, char *stack_lo, char *stack_hi,
                           msl_sim_fiber_fn fn, void *arg);
 /* Save the running context into `from` and resume `to`. */
+#if defined(__x86_64__)
+void msl_sim_switch(void **save_sp, void *load_sp);
+static inline void msl_sim_context_switch(msl_sim_context *from, msl_sim_context *to) {
+    msl_sim_switch(&from->sp, to->sp);
+}
+#else
 void msl_sim_context_switch(msl_sim_context *from, msl_sim_context *to);
+#endif
 #endif

@@ -1,6 +1,7 @@
 /* Cooperative context switch for the simulator's fibers (System V x86-64).
-   Saves only what the ABI says a callee must preserve: rbx, rbp, r12-r15, the stack
-   pointer, and the MXCSR / x87 control words (rounding modes are per fiber). */
+   Saves only what the ABI says a callee must preserve: rbx, rbp, r12-r15 and the stack
+   pointer. The MXCSR and x87 control words are not switched: MSL cannot change rounding
+   modes, so every fiber of a worker thread runs with that thread's (default) ones. */
     .text
     .globl  msl_sim_switch
     .hidden msl_sim_switch
@@ -13,14 +14,8 @@ msl_sim_switch:
     pushq   %r13
     pushq   %r14
     pushq   %r15
-    subq    $8, %rsp
-    stmxcsr (%rsp)
-    fnstcw  4(%rsp)
     movq    %rsp, (%rdi)
     movq    %rsi, %rsp
-    ldmxcsr (%rsp)
-    fldcw   4(%rsp)
-    addq    $8, %rsp
     popq    %r15
     popq    %r14
     popq    %r13

@@ -1,24 +1,29 @@
 /* Guard pages and fault capture: staging buffers whose end touches a PROT_NONE page, and
    SIGSEGV/SIGBUS/SIGFPE handlers (on an alternate stack, since a fiber that overflowed its
-   stack cannot run a handler) that jump back to the dispatcher instead of killing Python. */
+   stack cannot run a handler) that jump back to the worker's dispatch loop instead of
+   killing Python. The dispatch time limit is a per-thread timer (timer_create with
+   SIGEV_THREAD_ID), so each worker is interrupted on its own thread. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/time.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "mslsim.h"
+#include "sched.h"
 
-__thread msl_sim_fault msl_sim_last_fault;
-extern sigjmp_buf msl_sim_fault_env;
+#define ALT_STACK_SIZE (1ul << 16)
 
-static struct sigaction saved_segv, saved_bus, saved_fpe, saved_alarm;
+static struct sigaction saved_segv, saved_bus, saved_fpe, saved_timer;
 static stack_t saved_altstack;
-static char alt_stack[1 << 16] __attribute__((aligned(64)));
+static char alt_stack[ALT_STACK_SIZE] __attribute__((aligned(64)));
+static __thread timer_t thread_timer;
+static __thread int thread_timer_made;
 
 static unsigned long page_size(void) {
     static unsigned long size;
@@ -51,52 +56,63 @@ void *msl_sim_map_guarded(unsigned long size, unsigned long align, void **map_ba
 
 void msl_sim_unmap(void *map_base, unsigned long map_len) { munmap(map_base, map_len); }
 
+/* A fault outside kernel code (another thread of the host process, or the runtime itself)
+   is not ours: hand it to whoever handled the signal before the dispatch. */
+static void chain(int signo, siginfo_t *info, void *context) {
+    const struct sigaction *old = signo == SIGSEGV ? &saved_segv : signo == SIGBUS ? &saved_bus
+                                : signo == SIGFPE ? &saved_fpe : &saved_timer;
+    if ((old->sa_flags & SA_SIGINFO) && old->sa_sigaction) {
+        old->sa_sigaction(signo, info, context);
+        return;
+    }
+    if (old->sa_handler == SIG_IGN) return;
+    if (old->sa_handler != SIG_DFL && old->sa_handler) {
+        old->sa_handler(signo);
+        return;
+    }
+    signal(signo, SIG_DFL);   /* re-executing the instruction takes the default action */
+}
+
 static void on_fault(int signo, siginfo_t *info, void *context) {
+    msl_sim_worker *w = msl_sim_tls_worker;
+    if (!w || !w->in_kernel) {
+        if (signo != MSL_SIM_TIMER_SIGNAL) chain(signo, info, context);
+        else if (w) w->expired = 1;   /* between threadgroups: the worker stops at its check */
+        return;
+    }
     ucontext_t *uc = (ucontext_t *)context;
-    msl_sim_last_fault.signo = signo;
-    msl_sim_last_fault.addr = info->si_addr;
+    w->fault.signo = signo;
+    w->fault.addr = signo == MSL_SIM_TIMER_SIGNAL ? 0 : info->si_addr;
 #if defined(__x86_64__)
-    msl_sim_last_fault.pc = (void *)uc->uc_mcontext.gregs[REG_RIP];
+    w->fault.pc = signo == MSL_SIM_TIMER_SIGNAL ? 0 : (void *)uc->uc_mcontext.gregs[REG_RIP];
     /* Page-fault error code bit 1: the access was a write. */
-    msl_sim_last_fault.is_write = (uc->uc_mcontext.gregs[REG_ERR] & 2) ? 1 : 0;
+    w->fault.is_write = (uc->uc_mcontext.gregs[REG_ERR] & 2) ? 1 : 0;
 #elif defined(__aarch64__)
-    msl_sim_last_fault.pc = (void *)uc->uc_mcontext.pc;
-    msl_sim_last_fault.is_write = -1;
+    w->fault.pc = (void *)uc->uc_mcontext.pc;
+    w->fault.is_write = -1;
 #else
     (void)uc;
-    msl_sim_last_fault.pc = 0;
-    msl_sim_last_fault.is_write = -1;
+    w->fault.pc = 0;
+    w->fault.is_write = -1;
 #endif
-    siglongjmp(msl_sim_fault_env, signo);
+    if (signo == MSL_SIM_TIMER_SIGNAL) w->fault.is_write = -1;
+    siglongjmp(w->fault_env, signo);
 }
 
-/* Fibers are cooperative: a thread spinning on another thread's store never yields, so a
-   wall-clock limit is the only way out. Jumping out is safe: the dispatch abandons every
-   fiber, and the runtime holds no locks or heap state while kernel code runs. */
-static void on_alarm(int signo, siginfo_t *info, void *context) {
-    (void)info;
-    (void)context;
-    msl_sim_last_fault.signo = signo;
-    msl_sim_last_fault.addr = 0;
-    msl_sim_last_fault.pc = 0;
-    msl_sim_last_fault.is_write = -1;
-    siglongjmp(msl_sim_fault_env, signo);
+static void set_altstack(void *stack, stack_t *old) {
+    stack_t alt = {.ss_sp = stack, .ss_size = ALT_STACK_SIZE, .ss_flags = 0};
+    sigaltstack(&alt, old);
 }
 
-/* A timer the host had armed (pytest-timeout uses SIGALRM too) is put back afterwards. */
-static struct itimerval saved_timer;
-
-static void set_timer(unsigned timeout_ms, struct itimerval *old) {
-    struct itimerval timer;
-    memset(&timer, 0, sizeof timer);
-    timer.it_value.tv_sec = timeout_ms / 1000;
-    timer.it_value.tv_usec = (timeout_ms % 1000) * 1000;
-    setitimer(ITIMER_REAL, &timer, old);
+/* A pool thread: its own alternate signal stack, kept for the thread's life. */
+void msl_sim_worker_signals(msl_sim_worker *w) {
+    (void)w;
+    void *stack = malloc(ALT_STACK_SIZE);
+    if (stack) set_altstack(stack, NULL);
 }
 
-void msl_sim_signals_enter(unsigned timeout_ms) {
-    stack_t alt = {.ss_sp = alt_stack, .ss_size = sizeof alt_stack, .ss_flags = 0};
-    sigaltstack(&alt, &saved_altstack);
+void msl_sim_signals_enter(void) {
+    set_altstack(alt_stack, &saved_altstack);
     struct sigaction action;
     memset(&action, 0, sizeof action);
     action.sa_sigaction = on_fault;
@@ -105,23 +121,43 @@ void msl_sim_signals_enter(unsigned timeout_ms) {
     sigaction(SIGSEGV, &action, &saved_segv);
     sigaction(SIGBUS, &action, &saved_bus);
     sigaction(SIGFPE, &action, &saved_fpe);
-    if (timeout_ms) {
-        struct sigaction alarm_action = action;
-        alarm_action.sa_sigaction = on_alarm;
-        sigaction(SIGALRM, &alarm_action, &saved_alarm);
-        set_timer(timeout_ms, &saved_timer);
-    }
+    sigaction(MSL_SIM_TIMER_SIGNAL, &action, &saved_timer);
 }
 
-void msl_sim_signals_leave(unsigned timeout_ms) {
-    if (timeout_ms) {
-        set_timer(0, NULL);
-        sigaction(SIGALRM, &saved_alarm, NULL);
-        if (saved_timer.it_value.tv_sec || saved_timer.it_value.tv_usec)
-            setitimer(ITIMER_REAL, &saved_timer, NULL);
-    }
+void msl_sim_signals_leave(void) {
     sigaction(SIGSEGV, &saved_segv, NULL);
     sigaction(SIGBUS, &saved_bus, NULL);
     sigaction(SIGFPE, &saved_fpe, NULL);
+    sigaction(MSL_SIM_TIMER_SIGNAL, &saved_timer, NULL);
     sigaltstack(&saved_altstack, NULL);
+}
+
+unsigned long long msl_sim_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
+/* Fire MSL_SIM_TIMER_SIGNAL on this thread at `deadline_ns` (CLOCK_MONOTONIC). */
+int msl_sim_timer_arm(unsigned long long deadline_ns) {
+    if (!thread_timer_made) {
+        struct sigevent sev;
+        memset(&sev, 0, sizeof sev);
+        sev.sigev_notify = SIGEV_THREAD_ID;
+        sev.sigev_signo = MSL_SIM_TIMER_SIGNAL;
+        sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+        if (timer_create(CLOCK_MONOTONIC, &sev, &thread_timer)) return -1;
+        thread_timer_made = 1;
+    }
+    struct itimerspec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.it_value.tv_sec = (time_t)(deadline_ns / 1000000000ull);
+    spec.it_value.tv_nsec = (long)(deadline_ns % 1000000000ull);
+    return timer_settime(thread_timer, TIMER_ABSTIME, &spec, NULL);
+}
+
+void msl_sim_timer_disarm(void) {
+    struct itimerspec spec;
+    memset(&spec, 0, sizeof spec);
+    if (thread_timer_made) timer_settime(thread_timer, 0, &spec, NULL);
 }

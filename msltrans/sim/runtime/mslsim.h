@@ -32,9 +32,11 @@ typedef struct msl_sim_launch {
     unsigned threads[3];               /* total threads (dispatchThreads semantics) */
     unsigned group_size[3];
     unsigned schedule;
-    unsigned interleave;               /* reserved: threadgroups run one at a time */
+    unsigned workers;                  /* worker threads; 0: MSLTRANS_SIM_THREADS or all CPUs */
     unsigned long long seed;
     unsigned timeout_ms;               /* 0: no limit */
+    unsigned profile;                  /* nonzero: count events (profile.c) */
+    void *profile_out;                 /* where profile.c adds its counters */
 } msl_sim_launch;
 
 typedef struct msl_sim_report {
@@ -49,6 +51,7 @@ typedef struct msl_sim_report {
     unsigned long long pc_offset;      /* pc relative to its shared object */
     unsigned long tg_static_bytes;     /* static threadgroup memory the kernel declared */
     unsigned long long groups_run;
+    unsigned workers;                  /* worker threads the dispatch ran on */
     char object_path[512];
     char message[2048];
 } msl_sim_report;
@@ -70,9 +73,7 @@ typedef struct msl_sim_fault {
     void *pc;
 } msl_sim_fault;
 
-void msl_sim_signals_enter(unsigned timeout_ms);
-void msl_sim_signals_leave(unsigned timeout_ms);
-int msl_sim_stack_guard_hit(const void *addr);
-extern __thread msl_sim_fault msl_sim_last_fault;
-
+/* The per-thread dispatch time limit fires this signal (not SIGALRM: a host's own alarm,
+   e.g. pytest-timeout's, stays armed and untouched). */
+#define MSL_SIM_TIMER_SIGNAL (SIGRTMIN + 4)
 #endif

@@ -1,19 +1,23 @@
-/* Rendezvous points (barriers, SIMD-group ops), threadgroup memory and device-side
-   failure: the entry points of abi.h that kernels call while running on a fiber. */
+/* Rendezvous points (barriers, SIMD-group ops, simdgroup_matrix multiply), the uniformity
+   check of simdgroup_matrix loads and stores, threadgroup memory and device-side failure:
+   the entry points of abi.h that kernels call while running on a fiber. (Multiply-accumulate
+   records are mma.c's.) */
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "profile.h"
 #include "sched.h"
-
-#define G msl_sim_g
 
 static const char *kind_name(unsigned kind) {
     switch (kind) {
     case MSL_SIM_KIND_THREADGROUP_BARRIER: return "threadgroup_barrier";
     case MSL_SIM_KIND_SIMDGROUP_BARRIER: return "simdgroup_barrier";
     case MSL_SIM_KIND_SIMD_OP: return "SIMD-group op";
-    case MSL_SIM_KIND_SIMD_MATRIX: return "simdgroup_matrix op";
+    case MSL_SIM_KIND_SIMD_MATRIX: return "simdgroup_multiply_accumulate";
+    case MSL_SIM_KIND_MATRIX_LOAD: return "simdgroup_load";
+    case MSL_SIM_KIND_MATRIX_STORE: return "simdgroup_store";
+    case MSL_SIM_KIND_MATRIX_FILL: return "simdgroup_matrix constructor";
+    case MSL_SIM_KIND_MATRIX_READ: return "simdgroup_matrix thread_elements()";
     default: return "rendezvous";
     }
 }
@@ -32,20 +36,106 @@ static int describe_site(char *out, size_t cap, const msl_sim_site *s) {
                     s->line, s->column);
 }
 
-static void fail_here(int kind, const char *message) {
-    G.report->kind = kind;
-    snprintf(G.report->message, sizeof G.report->message, "%s", message);
-    if (G.current >= 0) msl_sim_note_thread(&G.fibers[G.current]);
+static void fail_here(msl_sim_worker *w, const msl_sim_fiber *f, int kind, const char *message)
+    __attribute__((noreturn));
+static void fail_here(msl_sim_worker *w, const msl_sim_fiber *f, int kind, const char *message) {
+    msl_sim_set_error(w, kind, message);
+    msl_sim_note_thread(w, f);
+    msl_sim_abort_group(w);
 }
 
-/* Called when every live lane of `sg` waits at a SIMD op: they must all be at one site. */
-void msl_sim_release_simd(msl_sim_simdgroup *sg, unsigned index) {
-    unsigned first = index * MSL_SIM_SIMD_WIDTH, end = first + MSL_SIM_SIMD_WIDTH;
-    if (end > G.n) end = G.n;
+/* ---- simdgroup_matrix uniformity ------------------------------------------------------
+   Matrix loads and stores touch only the caller's own elements, so they run without a
+   rendezvous; each lane counts them (and hashes their sites) instead, and every release of
+   a rendezvous, and the end of the group, checks that all lanes of the simdgroup executed
+   the same sequence (a lane that returned early shows up there). A matrix op in a partial
+   simdgroup fails at once, and so does a multiply-accumulate (a rendezvous) once lanes
+   have returned. */
+
+/* Counts a matrix op of lane `f` (and fails one in a partial simdgroup at once). */
+void msl_sim_matrix_note(msl_sim_worker *w, msl_sim_fiber *f, const msl_sim_site *site) {
+    msl_sim_simdgroup *sg = &w->sgs[f->sg];
+    if (!f->full_sg) {
+        char where[256], msg[512];
+        describe_site(where, sizeof where, site);
+        snprintf(msg, sizeof msg, "simdgroup_matrix operation with inactive lanes (all 32 lanes "
+                 "of the simdgroup must take part): %s in a simdgroup of %u lane(s)", where,
+                 sg->lanes);
+        fail_here(w, f, MSL_SIM_ERR_FAIL, msg);
+    }
+    sg->matrix_used = 1;
+    f->matrix_count++;
+    f->matrix_hash = (f->matrix_hash ^ (unsigned long long)(uintptr_t)site->file) * 0x100000001b3ull;
+    f->matrix_hash = (f->matrix_hash ^ ((unsigned long long)site->line << 32 | site->column
+                                        | (unsigned long long)site->kind << 24)) * 0x100000001b3ull;
+    f->matrix_site = *site;
+    if (w->profile) msl_sim_profile_matrix(w, f, site);
+}
+
+/* 0 when every lane of simdgroup `index` ran the same matrix loads/stores since the last
+   check (then the counts restart); else the error is set. */
+static int matrix_sync(msl_sim_worker *w, unsigned index) {
+    msl_sim_simdgroup *sg = &w->sgs[index];
+    msl_sim_fiber *lanes = &w->fibers[index * MSL_SIM_SIMD_WIDTH];
+    unsigned bad = 0;
+    for (unsigned l = 1; l < sg->lanes; l++)
+        if (lanes[l].matrix_count != lanes[0].matrix_count || lanes[l].matrix_hash != lanes[0].matrix_hash
+            || lanes[l].mma_seq != lanes[0].mma_seq) {
+            bad = l;
+            break;
+        }
+    if (!bad) {
+        sg->matrix_used = 0;
+        if (!lanes[0].matrix_count && !lanes[0].mma_seq) return 0;
+        for (unsigned l = 0; l < sg->lanes; l++) {
+            lanes[l].matrix_count = 0;
+            lanes[l].matrix_hash = 0;
+        }
+        msl_sim_mma_restart(w, index);
+        return 0;
+    }
+    char a[256], b[256], msg[800];
+    if (lanes[0].matrix_count) describe_site(a, sizeof a, &lanes[0].matrix_site);
+    else snprintf(a, sizeof a, "none");
+    if (lanes[bad].matrix_count) describe_site(b, sizeof b, &lanes[bad].matrix_site);
+    else snprintf(b, sizeof b, "none");
+    snprintf(msg, sizeof msg, "divergent simdgroup_matrix ops in simdgroup %u: since the last "
+             "rendezvous lane 0 executed %u load(s)/store(s) (last: %s) and %u "
+             "multiply-accumulate(s), lane %u executed %u (last: %s) and %u; every lane of the "
+             "simdgroup must execute each simdgroup_matrix operation", index,
+             lanes[0].matrix_count, a, lanes[0].mma_seq, bad, lanes[bad].matrix_count, b,
+             lanes[bad].mma_seq);
+    msl_sim_set_error(w, MSL_SIM_ERR_DIVERGENCE, msg);
+    msl_sim_note_thread(w, &lanes[bad]);
+    return -1;
+}
+
+int msl_sim_matrix_check_end(msl_sim_worker *w) {
+    for (unsigned s = 0; s < w->n_sg; s++)
+        if (w->sgs[s].matrix_used && matrix_sync(w, s)) return w->report.kind;
+    return 0;
+}
+
+unsigned msl_sim_matrix_arrive(const msl_sim_site *site) {
+    msl_sim_worker *w = msl_sim_self();
+    msl_sim_fiber *f = msl_sim_self_fiber(w);
+    msl_sim_matrix_note(w, f, site);
+    return f->lane;
+}
+
+/* ---- SIMD-group rendezvous -------------------------------------------------------------- */
+
+/* Whether a lane arriving at `site` waits where the first waiting one does. */
+static inline int same_site_fast(const msl_sim_site *a, const msl_sim_site *b) {
+    if (a->line != b->line || a->column != b->column || a->kind != b->kind) return 0;
+    return a->file == b->file || same_site(a, b);
+}
+
+static void simd_divergence(msl_sim_worker *w, msl_sim_simdgroup *sg, unsigned index) {
+    unsigned first = index * MSL_SIM_SIMD_WIDTH, end = first + sg->lanes;
     const msl_sim_site *site = NULL;
-    unsigned mask = 0;
     for (unsigned i = first; i < end; i++) {
-        msl_sim_fiber *f = &G.fibers[i];
+        msl_sim_fiber *f = &w->fibers[i];
         if (f->state != MSL_SIM_WAIT_SIMD) continue;
         if (site && !same_site(site, f->site)) {
             char a[256], b[256], msg[700];
@@ -53,39 +143,59 @@ void msl_sim_release_simd(msl_sim_simdgroup *sg, unsigned index) {
             describe_site(b, sizeof b, f->site);
             snprintf(msg, sizeof msg, "divergent SIMD op in simdgroup %u: lanes wait at %s and "
                      "lane %u at %s", index, a, i - first, b);
-            fail_here(MSL_SIM_ERR_DIVERGENCE, msg);
-            msl_sim_note_thread(f);
+            msl_sim_set_error(w, MSL_SIM_ERR_DIVERGENCE, msg);
+            msl_sim_note_thread(w, f);
             return;
         }
         site = f->site;
-        mask |= 1u << (i - first);
     }
+}
+
+/* Called when every live lane of `sg` waits at a SIMD op: they must all be at one site. */
+void msl_sim_release_simd(msl_sim_worker *w, msl_sim_simdgroup *sg, unsigned index) {
+    if (sg->site_mismatch) {
+        simd_divergence(w, sg, index);
+        return;
+    }
+    if (sg->matrix_used && matrix_sync(w, index)) return;
+    if (w->profile) msl_sim_profile_simd(w, sg->site0, index);
+    unsigned mask = sg->waiting_mask;
     sg->mask[sg->gen & 1] = mask;
     sg->gen++;
     sg->waiting = 0;
-    for (unsigned i = first; i < end; i++)
-        if (G.fibers[i].state == MSL_SIM_WAIT_SIMD) G.fibers[i].state = MSL_SIM_READY;
+    sg->waiting_mask = 0;
+    msl_sim_fiber *lanes = &w->fibers[index * MSL_SIM_SIMD_WIDTH];
+    for (; mask; mask &= mask - 1) lanes[__builtin_ctz(mask)].state = MSL_SIM_READY;
+}
+
+static const void *exchange(msl_sim_worker *w, msl_sim_fiber *f, const msl_sim_site *site,
+                            const void *data, unsigned size, unsigned *buffer_out) {
+    unsigned index = f->sg;
+    msl_sim_simdgroup *sg = &w->sgs[index];
+    unsigned buffer = sg->gen & 1;
+    if (size > MSL_SIM_EXCHANGE_BYTES)
+        fail_here(w, f, MSL_SIM_ERR_FAIL, "SIMD op payload larger than MSL_SIM_EXCHANGE_BYTES");
+    if (size) memcpy(sg->slots[buffer][f->lane], data, size);
+    f->state = MSL_SIM_WAIT_SIMD;
+    f->site = site;
+    if (!sg->waiting) sg->site0 = site;
+    else if (!same_site_fast(sg->site0, site)) sg->site_mismatch = 1;
+    sg->waiting_mask |= 1u << f->lane;
+    if (++sg->waiting == sg->live) msl_sim_release_simd(w, sg, index);
+    msl_sim_block(w);
+    *buffer_out = buffer;
+    return sg->slots[buffer];
 }
 
 const void *msl_sim_simd_exchange(const msl_sim_site *site, const void *data, unsigned size,
                                   unsigned *active, unsigned *lane) {
-    msl_sim_fiber *f = &G.fibers[G.current];
-    unsigned index = f->info.simdgroup_index_in_threadgroup;
-    unsigned my_lane = f->info.thread_index_in_simdgroup;
-    msl_sim_simdgroup *sg = &G.sgs[index];
-    unsigned buffer = sg->gen & 1;
-    if (size > MSL_SIM_EXCHANGE_BYTES) {
-        fail_here(MSL_SIM_ERR_FAIL, "SIMD op payload larger than MSL_SIM_EXCHANGE_BYTES");
-        msl_sim_yield();
-    }
-    if (size) memcpy(sg->slots[buffer][my_lane], data, size);
-    f->state = MSL_SIM_WAIT_SIMD;
-    f->site = site;
-    if (++sg->waiting == sg->live) msl_sim_release_simd(sg, index);
-    msl_sim_yield();
-    if (active) *active = sg->mask[buffer];
-    if (lane) *lane = my_lane;
-    return sg->slots[buffer];
+    msl_sim_worker *w = msl_sim_self();
+    msl_sim_fiber *f = msl_sim_self_fiber(w);
+    unsigned buffer;
+    const void *slots = exchange(w, f, site, data, size, &buffer);
+    if (active) *active = w->sgs[f->sg].mask[buffer];
+    if (lane) *lane = f->lane;
+    return slots;
 }
 
 void msl_sim_simdgroup_barrier(const msl_sim_site *site, unsigned flags) {
@@ -95,31 +205,34 @@ void msl_sim_simdgroup_barrier(const msl_sim_site *site, unsigned flags) {
 
 void msl_sim_threadgroup_barrier(const msl_sim_site *site, unsigned flags) {
     (void)flags;
-    msl_sim_fiber *f = &G.fibers[G.current];
+    msl_sim_worker *w = msl_sim_self();
+    msl_sim_fiber *f = msl_sim_self_fiber(w);
     f->state = MSL_SIM_WAIT_TG;
     f->site = site;
+    if (!w->tg_waiting) w->tg_site0 = site;
+    else if (!same_site_fast(w->tg_site0, site)) w->tg_mismatch = 1;
     /* Released only when every thread arrived: one that returned never will. */
-    if (++G.tg_waiting == G.n) {
-        const msl_sim_site *first = G.fibers[0].site;
-        for (unsigned i = 0; i < G.n; i++) {
-            if (!same_site(first, G.fibers[i].site)) {
-                msl_sim_report_deadlock();
-                msl_sim_yield();
-            }
+    if (++w->tg_waiting == w->n) {
+        if (w->tg_mismatch) {
+            msl_sim_report_deadlock(w);
+            msl_sim_abort_group(w);
         }
-        G.tg_waiting = 0;
-        for (unsigned i = 0; i < G.n; i++) G.fibers[i].state = MSL_SIM_READY;
+        for (unsigned s = 0; s < w->n_sg; s++)
+            if (w->sgs[s].matrix_used && matrix_sync(w, s)) msl_sim_abort_group(w);
+        if (w->profile) msl_sim_profile_barrier(w, site);
+        w->tg_waiting = 0;
+        for (unsigned i = 0; i < w->n; i++) w->fibers[i].state = MSL_SIM_READY;
     }
-    msl_sim_yield();
+    msl_sim_block(w);
 }
 
 /* Every live thread is blocked and none can be released: say who waits where. */
-int msl_sim_report_deadlock(void) {
+int msl_sim_report_deadlock(msl_sim_worker *w) {
     const msl_sim_site *sites[4] = {0};
     unsigned counts[4] = {0}, first_thread[4] = {0}, n_sites = 0, others = 0, done = 0;
     unsigned first_done = 0;
-    for (unsigned i = 0; i < G.n; i++) {
-        msl_sim_fiber *f = &G.fibers[i];
+    for (unsigned i = 0; i < w->n; i++) {
+        msl_sim_fiber *f = &w->fibers[i];
         if (f->state == MSL_SIM_DONE) {
             if (!done++) first_done = i;
             continue;
@@ -134,50 +247,51 @@ int msl_sim_report_deadlock(void) {
         counts[s]++;
     }
     char msg[2048];
-    int len = snprintf(msg, sizeof msg, "barrier/SIMD divergence in a threadgroup of %u threads:", G.n);
-    for (unsigned s = 0; s < n_sites && len < (int)sizeof msg - 300; s++) {
-        char where[256];
+    int len = snprintf(msg, sizeof msg, "barrier/SIMD divergence in a threadgroup of %u threads:", w->n);
+    for (unsigned s = 0; s < n_sites && len < (int)sizeof msg - 400; s++) {
+        char where[256], what[300] = "";
         describe_site(where, sizeof where, sites[s]);
-        len += snprintf(msg + len, sizeof msg - len, " %u thread(s) wait at %s (first: thread %u);",
-                        counts[s], where, first_thread[s]);
+        const msl_sim_fiber *f = &w->fibers[first_thread[s]];
+        if (f->state == MSL_SIM_WAIT_MMA) msl_sim_mma_describe(f->wait_op, what, sizeof what);
+        len += snprintf(msg + len, sizeof msg - len, " %u thread(s) wait at %s%s (first: thread %u);",
+                        counts[s], where, what, first_thread[s]);
     }
     if (others) len += snprintf(msg + len, sizeof msg - len, " %u at other sites;", others);
     if (done)
         snprintf(msg + len, sizeof msg - len, " %u thread(s) already returned (first: thread %u)",
                  done, first_done);
-    G.report->kind = MSL_SIM_ERR_DIVERGENCE;
-    snprintf(G.report->message, sizeof G.report->message, "%s", msg);
-    if (n_sites) msl_sim_note_thread(&G.fibers[first_thread[0]]);
-    return G.report->kind;
+    w->report.kind = 0;   /* the deadlock is the error to report */
+    msl_sim_set_error(w, MSL_SIM_ERR_DIVERGENCE, msg);
+    if (n_sites) msl_sim_note_thread(w, &w->fibers[first_thread[0]]);
+    return w->report.kind;
 }
 
 void *msl_sim_threadgroup_static(const void *key, unsigned long size, unsigned long align) {
-    for (unsigned i = 0; i < G.n_statics; i++)
-        if (G.statics[i].key == key) return G.arena + G.statics[i].offset;
+    msl_sim_worker *w = msl_sim_self();
+    for (unsigned i = 0; i < w->n_statics; i++)
+        if (w->statics[i].key == key) return w->arena + w->statics[i].offset;
     if (align < 16) align = 16;   /* Metal allocates threadgroup memory in 16-byte units */
-    unsigned long offset = (G.arena_used + align - 1) / align * align;
-    if (offset + size > MSL_SIM_TG_LIMIT || G.n_statics == MSL_SIM_MAX_STATICS) {
+    unsigned long offset = (w->arena_used + align - 1) / align * align;
+    if (offset + size > MSL_SIM_TG_LIMIT || w->n_statics == MSL_SIM_MAX_STATICS) {
         char msg[256];
         snprintf(msg, sizeof msg, "threadgroup memory: a %lu-byte declaration brings the total to "
                  "%lu bytes, over Metal's %u-byte limit", size, offset + size, MSL_SIM_TG_LIMIT);
-        fail_here(MSL_SIM_ERR_TG_MEMORY, msg);
-        msl_sim_yield();
+        fail_here(w, msl_sim_self_fiber(w), MSL_SIM_ERR_TG_MEMORY, msg);
     }
-    G.statics[G.n_statics].key = key;
-    G.statics[G.n_statics++].offset = offset;
-    memset(G.arena + G.arena_used, 0xFF, offset + size - G.arena_used);
-    G.static_bytes += (size + 15) / 16 * 16;
-    G.arena_used = offset + size;
-    return G.arena + offset;
+    w->statics[w->n_statics].key = key;
+    w->statics[w->n_statics++].offset = offset;
+    memset(w->arena + w->arena_used, 0xFF, offset + size - w->arena_used);
+    w->static_bytes += (size + 15) / 16 * 16;
+    w->arena_used = offset + size;
+    return w->arena + offset;
 }
 
 void msl_sim_fail(const msl_sim_site *site, const char *message) {
+    msl_sim_worker *w = msl_sim_self();
     char msg[1024], where[256];
     describe_site(where, sizeof where, site);
     snprintf(msg, sizeof msg, "%s (%s)", message ? message : "device failure", where);
-    fail_here(MSL_SIM_ERR_FAIL, msg);
-    msl_sim_yield();
-    __builtin_unreachable();
+    fail_here(w, msl_sim_self_fiber(w), MSL_SIM_ERR_FAIL, msg);
 }
 
 void msl_sim_print(const char *text) {

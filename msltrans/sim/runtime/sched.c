@@ -1,76 +1,84 @@
-/* The dispatcher: runs every threadgroup of a launch as one fiber per Metal thread,
-   one threadgroup at a time, and implements the rendezvous entry points of abi.h
-   (threadgroup barrier, simdgroup barrier, SIMD exchange) plus threadgroup memory. */
+/* The fiber scheduler of one worker: runs one threadgroup as one fiber per Metal thread.
+
+   A pass visits the threads in schedule order (forward, reverse, or seeded shuffle) and runs
+   each ready one until it returns or blocks at a rendezvous; passes repeat until every thread
+   returned. A blocking fiber switches straight to the next ready fiber of the pass (one
+   context switch per block, not two through a scheduler loop). */
 #define _GNU_SOURCE
-#include <dlfcn.h>
-#include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "fiber.h"
-#include "mslsim.h"
 #include "sched.h"
 
-sigjmp_buf msl_sim_fault_env;
-struct msl_sim_state msl_sim_g;
+__thread msl_sim_worker *msl_sim_tls_worker;
 
-#define G msl_sim_g
-
-static char *stack_pool;
-static unsigned long stack_pool_len;
-
-static int ensure_stacks(void) {
-    if (stack_pool) return 0;
-    unsigned long len = (unsigned long)MSL_SIM_MAX_THREADS * MSL_SIM_STACK_STRIDE;
-    char *pool = mmap(NULL, len, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (pool == MAP_FAILED) return -1;
-    /* The guard sits below each stack: stacks grow down into it. */
-    for (unsigned i = 0; i < MSL_SIM_MAX_THREADS; i++)
-        mprotect(pool + (unsigned long)i * MSL_SIM_STACK_STRIDE, MSL_SIM_STACK_GUARD, PROT_NONE);
-    stack_pool = pool;
-    stack_pool_len = len;
-    return 0;
-}
+/* Every worker's stack pool, for the stack-overflow test of a fault address. */
+static char *pools[MSL_SIM_MAX_WORKERS];
 
 int msl_sim_stack_guard_hit(const void *addr) {
     const char *p = addr;
-    if (!stack_pool || p < stack_pool || p >= stack_pool + stack_pool_len) return 0;
-    return (unsigned long)(p - stack_pool) % MSL_SIM_STACK_STRIDE < MSL_SIM_STACK_GUARD;
-}
-
-static int ensure_arena(void) {
-    if (G.arena) return 0;
-    long page = sysconf(_SC_PAGESIZE);
-    unsigned long len = MSL_SIM_TG_LIMIT + (unsigned long)page;
-    char *base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (base == MAP_FAILED) return -1;
-    /* Accesses past the 32 KB a Metal threadgroup may have fault. */
-    mprotect(base + MSL_SIM_TG_LIMIT, (unsigned long)page, PROT_NONE);
-    G.arena = base;
+    for (unsigned i = 0; i < MSL_SIM_MAX_WORKERS; i++) {
+        const char *pool = __atomic_load_n(&pools[i], __ATOMIC_ACQUIRE);
+        if (!pool || p < pool + MSL_SIM_POOL_HEADER || p >= pool + MSL_SIM_POOL_LEN) continue;
+        return (unsigned long)(p - pool - MSL_SIM_POOL_HEADER) % MSL_SIM_STACK_STRIDE
+               < MSL_SIM_STACK_GUARD;
+    }
     return 0;
 }
 
-void msl_sim_yield(void) {
-    msl_sim_fiber *f = &G.fibers[G.current];
-    msl_sim_context_switch(&f->ctx, &G.sched_ctx);
+static char *map_pool(msl_sim_worker *w) {
+    unsigned long len = MSL_SIM_POOL_LEN, span = len + MSL_SIM_POOL_ALIGN;
+    char *raw = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw == MAP_FAILED) return NULL;
+    char *base = (char *)(((uintptr_t)raw + MSL_SIM_POOL_ALIGN - 1) & ~(MSL_SIM_POOL_ALIGN - 1));
+    if (base > raw) munmap(raw, (unsigned long)(base - raw));
+    char *end = raw + span;
+    if (end > base + len) munmap(base + len, (unsigned long)(end - base - len));
+    /* The header page holds the owner; each stack sits above its guard (stacks grow down). */
+    if (mprotect(base, 4096, PROT_READ | PROT_WRITE)) return NULL;
+    *(msl_sim_worker **)base = w;
+    for (unsigned i = 0; i < MSL_SIM_MAX_THREADS; i++) {
+        char *lo = base + MSL_SIM_POOL_HEADER + (unsigned long)i * MSL_SIM_STACK_STRIDE;
+        if (mprotect(lo + MSL_SIM_STACK_GUARD, MSL_SIM_STACK_STRIDE - MSL_SIM_STACK_GUARD,
+                     PROT_READ | PROT_WRITE))
+            return NULL;
+    }
+    return base;
 }
 
-static void fiber_main(void *unused) {
-    (void)unused;
-    msl_sim_fiber *f = &G.fibers[G.current];
-    G.launch->entry(G.launch->buffers, G.tg_ptrs, &f->info);
-    f->state = MSL_SIM_DONE;
-    G.live--;
-    msl_sim_simdgroup *sg = &G.sgs[f->info.simdgroup_index_in_threadgroup];
-    sg->live--;
-    /* A lane that returns no longer takes part in SIMD ops: the others may go on. */
-    if (sg->live && sg->waiting == sg->live) msl_sim_release_simd(sg, f->info.simdgroup_index_in_threadgroup);
-    msl_sim_context_switch(&f->ctx, &G.sched_ctx);
-    __builtin_unreachable();
+int msl_sim_worker_init(msl_sim_worker *w) {
+    if (!w->pool) {
+        w->pool = map_pool(w);
+        if (!w->pool) return -1;
+        __atomic_store_n(&pools[w->index], w->pool, __ATOMIC_RELEASE);
+    }
+    if (!w->arena) {
+        long page = sysconf(_SC_PAGESIZE);
+        unsigned long len = MSL_SIM_TG_LIMIT + (unsigned long)page;
+        char *base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (base == MAP_FAILED) return -1;
+        /* Accesses past the 32 KB a Metal threadgroup may have fault. */
+        mprotect(base + MSL_SIM_TG_LIMIT, (unsigned long)page, PROT_NONE);
+        w->arena = base;
+    }
+    return 0;
+}
+
+void msl_sim_set_error(msl_sim_worker *w, int kind, const char *message) {
+    if (w->report.kind) return;   /* the first error of a worker wins */
+    w->report.kind = kind;
+    snprintf(w->report.message, sizeof w->report.message, "%s", message);
+}
+
+void msl_sim_note_thread(msl_sim_worker *w, const msl_sim_fiber *f) {
+    for (int d = 0; d < 3; d++) {
+        w->report.group[d] = f->info.threadgroup_position_in_grid[d];
+        w->report.local[d] = f->info.thread_position_in_threadgroup[d];
+    }
+    w->report.local_index = f->info.thread_index_in_threadgroup;
 }
 
 static unsigned long long splitmix(unsigned long long *state) {
@@ -80,33 +88,66 @@ static unsigned long long splitmix(unsigned long long *state) {
     return z ^ (z >> 31);
 }
 
-static void make_order(unsigned n, unsigned long long *rng) {
-    for (unsigned i = 0; i < n; i++)
-        G.order[i] = G.launch->schedule == MSL_SIM_REVERSE ? n - 1 - i : i;
-    if (G.launch->schedule != MSL_SIM_SHUFFLE) return;
+void msl_sim_make_order(msl_sim_worker *w) {
+    unsigned n = w->n;
+    unsigned schedule = w->launch->schedule;
+    for (unsigned i = 0; i < n; i++) w->order[i] = schedule == MSL_SIM_REVERSE ? n - 1 - i : i;
+    if (schedule != MSL_SIM_SHUFFLE) return;
     for (unsigned i = n - 1; i > 0; i--) {
-        unsigned j = (unsigned)(splitmix(rng) % (i + 1));
-        unsigned t = G.order[i];
-        G.order[i] = G.order[j];
-        G.order[j] = t;
+        unsigned j = (unsigned)(splitmix(&w->rng) % (i + 1));
+        unsigned t = w->order[i];
+        w->order[i] = w->order[j];
+        w->order[j] = t;
     }
 }
 
-static void init_group(const unsigned group[3], const unsigned dims[3], const unsigned n_groups[3]) {
-    const msl_sim_launch *l = G.launch;
+/* A device-side error: leave the fiber for good (the group is abandoned). */
+void msl_sim_abort_group(msl_sim_worker *w) {
+    msl_sim_fiber *self = &w->fibers[w->current];
+    msl_sim_context_switch(&self->ctx, &w->sched_ctx);
+    __builtin_unreachable();
+}
+
+static void fiber_main(void *arg) {
+    msl_sim_worker *w = arg;
+    msl_sim_fiber *f = &w->fibers[w->current];
+    w->launch->entry(w->launch->buffers, w->tg_ptrs, &f->info);
+    f->state = MSL_SIM_DONE;
+    w->live--;
+    unsigned index = f->sg;
+    msl_sim_simdgroup *sg = &w->sgs[index];
+    sg->live--;
+    /* A lane that returns no longer takes part in SIMD ops: the others may go on. */
+    if (sg->live && sg->waiting == sg->live) msl_sim_release_simd(w, sg, index);
+    msl_sim_block(w);
+    __builtin_unreachable();
+}
+
+static void init_group(msl_sim_worker *w, const unsigned group[3], const unsigned dims[3],
+                       const unsigned n_groups[3]) {
+    const msl_sim_launch *l = w->launch;
     unsigned n = dims[0] * dims[1] * dims[2];
     unsigned n_sg = (n + MSL_SIM_SIMD_WIDTH - 1) / MSL_SIM_SIMD_WIDTH;
-    G.n = n;
-    G.live = n;
-    G.tg_waiting = 0;
+    w->n = n;
+    w->n_sg = n_sg;
+    w->live = n;
+    w->tg_waiting = 0;
+    w->tg_mismatch = 0;
     for (unsigned s = 0; s < n_sg; s++) {
         unsigned first = s * MSL_SIM_SIMD_WIDTH;
-        G.sgs[s].live = n - first < MSL_SIM_SIMD_WIDTH ? n - first : MSL_SIM_SIMD_WIDTH;
-        G.sgs[s].waiting = 0;
-        G.sgs[s].gen = 0;
+        msl_sim_simdgroup *sg = &w->sgs[s];
+        sg->lanes = n - first < MSL_SIM_SIMD_WIDTH ? n - first : MSL_SIM_SIMD_WIDTH;
+        sg->live = sg->lanes;
+        sg->waiting = 0;
+        sg->gen = 0;
+        sg->n_ops = 0;
+        sg->waiting_mask = 0;
+        sg->site_mismatch = 0;
+        sg->matrix_used = 0;
     }
+    msl_sim_mma_reset(w);
     for (unsigned i = 0; i < n; i++) {
-        msl_sim_fiber *f = &G.fibers[i];
+        msl_sim_fiber *f = &w->fibers[i];
         msl_sim_thread *t = &f->info;
         unsigned local[3] = {i % dims[0], (i / dims[0]) % dims[1], i / (dims[0] * dims[1])};
         for (int d = 0; d < 3; d++) {
@@ -122,145 +163,42 @@ static void init_group(const unsigned group[3], const unsigned dims[3], const un
         t->thread_index_in_simdgroup = i % MSL_SIM_SIMD_WIDTH;
         t->threads_per_simdgroup = MSL_SIM_SIMD_WIDTH;
         t->simdgroups_per_threadgroup = n_sg;
+        f->lane = i % MSL_SIM_SIMD_WIDTH;
+        f->sg = i / MSL_SIM_SIMD_WIDTH;
+        f->full_sg = w->sgs[f->sg].lanes == MSL_SIM_SIMD_WIDTH;
         f->state = MSL_SIM_READY;
         f->site = NULL;
-        char *lo = stack_pool + (unsigned long)i * MSL_SIM_STACK_STRIDE + MSL_SIM_STACK_GUARD;
-        msl_sim_context_init(&f->ctx, lo, lo + MSL_SIM_STACK_SIZE, fiber_main, NULL);
+        f->matrix_count = 0;
+        f->matrix_hash = 0;
+        f->mma_seq = 0;
+        char *lo = w->pool + MSL_SIM_POOL_HEADER + (unsigned long)i * MSL_SIM_STACK_STRIDE
+                   + MSL_SIM_STACK_GUARD;
+        char *top = lo + MSL_SIM_STACK_SIZE - (i % 32) * 64;
+        msl_sim_context_init(&f->ctx, lo, top, fiber_main, w);
     }
     /* Uninitialised threadgroup memory reads as NaN in every float type. */
-    memset(G.arena, 0xFF, G.arena_used);
+    memset(w->arena, 0xFF, w->arena_used);
 }
 
-static int run_group(const unsigned group[3], const unsigned dims[3], const unsigned n_groups[3]) {
-    init_group(group, dims, n_groups);
-    unsigned long long rng = G.launch->seed ^ (0x2545f4914f6cdd1dull *
+/* Runs one threadgroup to the end; 0, or the error kind (w->report says more). */
+int msl_sim_run_group(msl_sim_worker *w, const unsigned group[3], const unsigned dims[3],
+                      const unsigned n_groups[3]) {
+    init_group(w, group, dims, n_groups);
+    w->rng = w->launch->seed ^ (0x2545f4914f6cdd1dull *
         (1ull + group[0] + 65536ull * (group[1] + 65536ull * group[2])));
-    for (;;) {
-        int ran = 0;
-        make_order(G.n, &rng);
-        for (unsigned k = 0; k < G.n; k++) {
-            unsigned i = G.order[k];
-            if (G.fibers[i].state != MSL_SIM_READY) continue;
-            G.current = (int)i;
-            G.fibers[i].state = MSL_SIM_RUNNING;
-            msl_sim_context_switch(&G.sched_ctx, &G.fibers[i].ctx);
-            G.current = -1;
-            ran = 1;
-            if (G.report->kind) return G.report->kind;
-        }
-        if (G.live == 0) return 0;
-        if (!ran) return msl_sim_report_deadlock();
+    msl_sim_make_order(w);
+    w->pos = (unsigned)-1;
+    w->progress = 0;
+    int first = msl_sim_next_ready(w);
+    if (first >= 0) {
+        w->current = first;
+        w->fibers[first].state = MSL_SIM_RUNNING;
+        w->in_kernel = 1;
+        msl_sim_context_switch(&w->sched_ctx, &w->fibers[first].ctx);
+        w->in_kernel = 0;
     }
+    w->current = -1;
+    if (w->report.kind) return w->report.kind;
+    if (w->live) return msl_sim_report_deadlock(w);
+    return msl_sim_matrix_check_end(w);
 }
-
-static void set_launch_error(int kind, const char *message) {
-    G.report->kind = kind;
-    snprintf(G.report->message, sizeof G.report->message, "%s", message);
-}
-
-static void classify_fault(void) {
-    msl_sim_report *r = G.report;
-    msl_sim_fault *fault = &msl_sim_last_fault;
-    r->signo = fault->signo;
-    r->fault_addr = (unsigned long long)fault->addr;
-    r->pc = (unsigned long long)fault->pc;
-    r->is_write = fault->is_write;
-    if (fault->signo == SIGALRM) r->kind = MSL_SIM_ERR_TIMEOUT;
-    else if (fault->signo == SIGFPE) r->kind = MSL_SIM_ERR_FPE;
-    else if (fault->signo == SIGBUS) r->kind = MSL_SIM_ERR_BUS;
-    else if (msl_sim_stack_guard_hit(fault->addr)) r->kind = MSL_SIM_ERR_STACK;
-    else r->kind = MSL_SIM_ERR_SEGV;
-    Dl_info info;
-    if (fault->pc && dladdr(fault->pc, &info) && info.dli_fname) {
-        r->pc_offset = (unsigned long long)((char *)fault->pc - (char *)info.dli_fbase);
-        snprintf(r->object_path, sizeof r->object_path, "%s", info.dli_fname);
-    }
-    if (G.current >= 0) msl_sim_note_thread(&G.fibers[G.current]);
-}
-
-void msl_sim_note_thread(const msl_sim_fiber *f) {
-    for (int d = 0; d < 3; d++) {
-        G.report->group[d] = f->info.threadgroup_position_in_grid[d];
-        G.report->local[d] = f->info.thread_position_in_threadgroup[d];
-    }
-    G.report->local_index = f->info.thread_index_in_threadgroup;
-}
-
-static int check_launch(const msl_sim_launch *l) {
-    unsigned long per_group = 1;
-    for (int d = 0; d < 3; d++) {
-        if (l->threads[d] == 0 || l->group_size[d] == 0) {
-            set_launch_error(MSL_SIM_ERR_LAUNCH, "threads and group_size must be positive");
-            return -1;
-        }
-        per_group *= l->group_size[d];
-    }
-    if (per_group > MSL_SIM_MAX_THREADS) {
-        snprintf(G.report->message, sizeof G.report->message,
-                 "%lu threads per threadgroup exceed Metal's limit of %d", per_group,
-                 MSL_SIM_MAX_THREADS);
-        G.report->kind = MSL_SIM_ERR_LAUNCH;
-        return -1;
-    }
-    if (l->n_tg > MSL_SIM_MAX_TG_ARGS) {
-        set_launch_error(MSL_SIM_ERR_LAUNCH, "too many [[threadgroup(i)]] arguments");
-        return -1;
-    }
-    unsigned long total = 0;
-    for (unsigned i = 0; i < l->n_tg; i++) {
-        G.tg_ptrs[i] = G.arena + total;
-        total += (l->tg_lengths[i] + 15) / 16 * 16;
-    }
-    if (total > MSL_SIM_TG_LIMIT) {
-        snprintf(G.report->message, sizeof G.report->message,
-                 "[[threadgroup(i)]] arguments need %lu bytes, over the %u-byte limit", total,
-                 MSL_SIM_TG_LIMIT);
-        G.report->kind = MSL_SIM_ERR_TG_MEMORY;
-        return -1;
-    }
-    G.arena_used = total;
-    return 0;
-}
-
-int msl_sim_dispatch(const msl_sim_launch *launch, msl_sim_report *report) {
-    memset(report, 0, sizeof *report);
-    G.report = report;
-    G.launch = launch;
-    G.current = -1;
-    G.n_statics = 0;
-    G.static_bytes = 0;
-    if (ensure_stacks() || ensure_arena()) {
-        set_launch_error(MSL_SIM_ERR_LAUNCH, "cannot map fiber stacks / threadgroup memory");
-        return report->kind;
-    }
-    if (check_launch(launch)) return report->kind;
-    if (msl_sim_cas_spurious_reset(report->message, sizeof report->message)) {
-        report->kind = MSL_SIM_ERR_LAUNCH;
-        return report->kind;
-    }
-    unsigned n_groups[3];
-    for (int d = 0; d < 3; d++)
-        n_groups[d] = (launch->threads[d] + launch->group_size[d] - 1) / launch->group_size[d];
-    msl_sim_signals_enter(launch->timeout_ms);
-    if (sigsetjmp(msl_sim_fault_env, 1) == 0) {
-        unsigned group[3], dims[3];
-        for (group[2] = 0; group[2] < n_groups[2]; group[2]++)
-            for (group[1] = 0; group[1] < n_groups[1]; group[1]++)
-                for (group[0] = 0; group[0] < n_groups[0]; group[0]++) {
-                    for (int d = 0; d < 3; d++) {
-                        unsigned rest = launch->threads[d] - group[d] * launch->group_size[d];
-                        dims[d] = rest < launch->group_size[d] ? rest : launch->group_size[d];
-                    }
-                    report->groups_run++;
-                    if (run_group(group, dims, n_groups)) goto done;
-                }
-    } else {
-        classify_fault();
-    }
-done:
-    msl_sim_signals_leave(launch->timeout_ms);
-    report->tg_static_bytes = G.static_bytes;
-    return report->kind;
-}
-
-int msl_sim_abi_version(void) { return MSL_SIM_ABI_VERSION; }

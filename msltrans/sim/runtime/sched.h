@@ -1,52 +1,174 @@
-/* State of the dispatch in progress, shared by sched.c and rendezvous.c. */
+/* State of one worker (an OS thread running threadgroups one at a time), shared by the
+   runtime's C files. A dispatch runs its threadgroups on one or more workers; everything a
+   threadgroup touches (fibers, simdgroups, threadgroup memory) belongs to its worker. */
 #ifndef MSLSIM_SCHED_H
 #define MSLSIM_SCHED_H
+#include <setjmp.h>
+#include <stdint.h>
+
 #include "fiber.h"
 #include "mslsim.h"
 
 #define MSL_SIM_STACK_SIZE (64ul * 1024)
 /* 64 KB below each stack: a frame with a large local array still lands in a guard. */
 #define MSL_SIM_STACK_GUARD (64ul * 1024)
-#define MSL_SIM_STACK_STRIDE (MSL_SIM_STACK_SIZE + MSL_SIM_STACK_GUARD)
+/* 4 KB more than stack + guard: stack tops of successive fibers fall 4 KB apart modulo the
+   128 KB period of the L2 set index (a 128 KB stride would put every fiber's hot frame in
+   the same cache sets); within the page, tops are staggered by cache lines for L1. */
+#define MSL_SIM_STACK_STRIDE (MSL_SIM_STACK_SIZE + MSL_SIM_STACK_GUARD + 4096ul)
+/* A worker's stacks live in one mapping aligned to MSL_SIM_POOL_ALIGN, whose first page
+   holds the owning worker: code running on a fiber finds its worker and fiber from its
+   stack pointer alone (no thread-local lookup on the rendezvous paths). */
+#define MSL_SIM_POOL_HEADER MSL_SIM_STACK_GUARD
+#define MSL_SIM_POOL_LEN (MSL_SIM_POOL_HEADER + MSL_SIM_MAX_THREADS * MSL_SIM_STACK_STRIDE)
+#define MSL_SIM_POOL_ALIGN (256ul << 20)
 #define MSL_SIM_MAX_SIMDGROUPS (MSL_SIM_MAX_THREADS / MSL_SIM_SIMD_WIDTH)
 #define MSL_SIM_MAX_STATICS 256
+#define MSL_SIM_MAX_WORKERS 64
 
-enum { MSL_SIM_READY, MSL_SIM_RUNNING, MSL_SIM_WAIT_SIMD, MSL_SIM_WAIT_TG, MSL_SIM_DONE };
+enum { MSL_SIM_READY, MSL_SIM_RUNNING, MSL_SIM_WAIT_SIMD, MSL_SIM_WAIT_TG, MSL_SIM_WAIT_MMA,
+       MSL_SIM_DONE };
 
 typedef struct msl_sim_fiber {
+    /* first cache line: what every rendezvous and matrix op touches */
     msl_sim_context ctx;
     unsigned state;
+    unsigned lane, sg;                /* thread_index_in_simdgroup, simdgroup index */
+    unsigned mma_seq;                 /* multiply-accumulates recorded (mma.c) */
+    unsigned matrix_count;            /* simdgroup_matrix loads/stores since the last rendezvous */
+    unsigned full_sg;                 /* the simdgroup has all 32 lanes */
+    unsigned long long matrix_hash;   /* ... and a hash of their sites */
+    msl_sim_mma *wait_op;             /* WAIT_MMA: the result waited for */
     const msl_sim_site *site;
+    msl_sim_site matrix_site;         /* the last load/store */
     msl_sim_thread info;
 } msl_sim_fiber;
 
 typedef struct msl_sim_simdgroup {
+    unsigned lanes;                   /* threads of the group in this simdgroup (<= 32) */
     unsigned live, waiting, gen;
     /* Two generations of payload slots: lanes read generation g's slots after being
        released while faster lanes already publish generation g+1. */
     unsigned mask[2];
-    unsigned char slots[2][MSL_SIM_SIMD_WIDTH][MSL_SIM_EXCHANGE_BYTES] __attribute__((aligned(16)));
+    unsigned waiting_mask;            /* lanes waiting at the current SIMD op */
+    unsigned site_mismatch;           /* ... not all at site0 (a divergence, reported at release) */
+    unsigned matrix_used;             /* matrix ops since the last uniformity check */
+    const msl_sim_site *site0;        /* where the first waiting lane waits */
+    struct mma_op **ops;              /* mma.c: this simdgroup's records since the last restart */
+    unsigned n_ops, cap_ops;
+    unsigned char slots[2][MSL_SIM_SIMD_WIDTH][MSL_SIM_EXCHANGE_BYTES] __attribute__((aligned(64)));
 } msl_sim_simdgroup;
 
-struct msl_sim_state {
+typedef struct msl_sim_worker {
+    unsigned index;
     const msl_sim_launch *launch;
-    msl_sim_report *report;
-    int current;
-    unsigned n, live, tg_waiting;
+    msl_sim_report report;            /* this worker's first error */
+    int current;                      /* fiber running, -1 in the scheduler */
+    unsigned n, live, tg_waiting, n_sg;
+    unsigned tg_mismatch;             /* threads wait at different barriers */
+    const msl_sim_site *tg_site0;
+    unsigned pos, progress;           /* scan position in `order`; did this pass run a fiber */
+    unsigned long long rng;
+    unsigned long long group_linear;  /* linear index of the threadgroup being run */
     void *tg_ptrs[MSL_SIM_MAX_TG_ARGS];
     char *arena;
+    unsigned long arena_base;         /* bytes of [[threadgroup(i)]] arguments */
     unsigned long arena_used, static_bytes;
     unsigned n_statics;
     struct { const void *key; unsigned long offset; } statics[MSL_SIM_MAX_STATICS];
+    char *pool;                       /* fiber stacks (MSL_SIM_POOL_ALIGN-aligned) */
     msl_sim_context sched_ctx;
+    sigjmp_buf fault_env;
+    volatile int in_kernel;           /* fault handlers may jump to fault_env */
+    msl_sim_fault fault;              /* what the fault handler saw */
+    volatile int expired;             /* the time limit fired outside kernel code */
+    unsigned long long groups_run;
+    void *profile;                    /* profile.c's per-worker counters, when profiling */
+    struct mma_op *mma_free;          /* mma.c: free records, their chunks, records in use */
+    struct mma_chunk *mma_chunks;
+    unsigned long mma_live;
     unsigned order[MSL_SIM_MAX_THREADS];
     msl_sim_fiber fibers[MSL_SIM_MAX_THREADS];
     msl_sim_simdgroup sgs[MSL_SIM_MAX_SIMDGROUPS];
-};
-extern struct msl_sim_state msl_sim_g;
+} msl_sim_worker;
 
-void msl_sim_yield(void);
-void msl_sim_release_simd(msl_sim_simdgroup *sg, unsigned index);
-int msl_sim_report_deadlock(void);
-void msl_sim_note_thread(const msl_sim_fiber *f);
+/* The worker and fiber of code running on a fiber stack. */
+static inline msl_sim_worker *msl_sim_self(void) {
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+    return *(msl_sim_worker **)(sp & ~(MSL_SIM_POOL_ALIGN - 1));
+}
+static inline msl_sim_fiber *msl_sim_self_fiber(msl_sim_worker *w) {
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+    uintptr_t off = sp - (uintptr_t)w->pool - MSL_SIM_POOL_HEADER;
+    return &w->fibers[off / MSL_SIM_STACK_STRIDE];
+}
+
+/* sched.c */
+void msl_sim_make_order(msl_sim_worker *w);
+int msl_sim_worker_init(msl_sim_worker *w);
+int msl_sim_run_group(msl_sim_worker *w, const unsigned group[3], const unsigned dims[3],
+                      const unsigned n_groups[3]);
+void msl_sim_abort_group(msl_sim_worker *w) __attribute__((noreturn));
+void msl_sim_note_thread(msl_sim_worker *w, const msl_sim_fiber *f);
+void msl_sim_set_error(msl_sim_worker *w, int kind, const char *message);
+int msl_sim_stack_guard_hit(const void *addr);
+extern __thread msl_sim_worker *msl_sim_tls_worker;
+
+/* The next ready fiber of the current pass (starting new passes while fibers make
+   progress), or -1 when every fiber is blocked or done. */
+static inline int msl_sim_next_ready(msl_sim_worker *w) {
+    for (;;) {
+        while (++w->pos < w->n) {
+            unsigned i = w->order[w->pos];
+            if (w->fibers[i].state == MSL_SIM_READY) {
+                w->progress = 1;
+                return (int)i;
+            }
+        }
+        if (!w->progress) return -1;
+        w->progress = 0;
+        w->pos = (unsigned)-1;
+        if (w->launch->schedule == MSL_SIM_SHUFFLE) msl_sim_make_order(w);
+    }
+}
+
+/* Called on a fiber whose state is no longer RUNNING: run the next ready fiber (one
+   context switch), or go back to the scheduler (all returned, or nothing can move). */
+static inline void msl_sim_block(msl_sim_worker *w) {
+    msl_sim_fiber *self = &w->fibers[w->current];
+    int next = w->report.kind ? -1 : msl_sim_next_ready(w);
+    if (next == w->current) {
+        self->state = MSL_SIM_RUNNING;
+        return;
+    }
+    msl_sim_context *to = &w->sched_ctx;
+    if (next >= 0) {
+        w->current = next;
+        w->fibers[next].state = MSL_SIM_RUNNING;
+        to = &w->fibers[next].ctx;
+    }
+    msl_sim_context_switch(&self->ctx, to);
+}
+
+/* rendezvous.c */
+void msl_sim_release_simd(msl_sim_worker *w, msl_sim_simdgroup *sg, unsigned index);
+void msl_sim_matrix_note(msl_sim_worker *w, msl_sim_fiber *f, const msl_sim_site *site);
+int msl_sim_report_deadlock(msl_sim_worker *w);
+int msl_sim_matrix_check_end(msl_sim_worker *w);
+
+/* mma.c */
+void msl_sim_mma_reset(msl_sim_worker *w);
+void msl_sim_mma_restart(msl_sim_worker *w, unsigned index);
+int msl_sim_mma_describe(const msl_sim_mma *h, char *out, unsigned long cap);
+
+/* guard.c */
+void msl_sim_signals_enter(void);
+void msl_sim_signals_leave(void);
+void msl_sim_worker_signals(msl_sim_worker *w);
+int msl_sim_timer_arm(unsigned long long deadline_ns);
+void msl_sim_timer_disarm(void);
+unsigned long long msl_sim_now_ns(void);
+
+/* cas_spurious.c */
+int msl_sim_cas_spurious_enabled(void);
 #endif

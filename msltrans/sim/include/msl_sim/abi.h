@@ -4,7 +4,7 @@
 #ifndef MSL_SIM_ABI_H
 #define MSL_SIM_ABI_H
 
-#define MSL_SIM_ABI_VERSION 1
+#define MSL_SIM_ABI_VERSION 2
 #define MSL_SIM_SIMD_WIDTH 32
 #define MSL_SIM_EXCHANGE_BYTES 128  /* largest payload one lane publishes per SIMD op */
 
@@ -25,7 +25,11 @@ typedef struct msl_sim_site {
 #define MSL_SIM_KIND_THREADGROUP_BARRIER 1u
 #define MSL_SIM_KIND_SIMDGROUP_BARRIER   2u
 #define MSL_SIM_KIND_SIMD_OP             3u   /* simd_sum, simd_shuffle, ... */
-#define MSL_SIM_KIND_SIMD_MATRIX         4u   /* simdgroup_multiply_accumulate, ... */
+#define MSL_SIM_KIND_SIMD_MATRIX         4u   /* simdgroup_multiply_accumulate (a rendezvous) */
+#define MSL_SIM_KIND_MATRIX_LOAD         5u   /* simdgroup_load (no rendezvous: counted per lane) */
+#define MSL_SIM_KIND_MATRIX_STORE        6u   /* simdgroup_store (likewise) */
+#define MSL_SIM_KIND_MATRIX_FILL         7u   /* the diagonal constructor (likewise) */
+#define MSL_SIM_KIND_MATRIX_READ         8u   /* thread_elements() of a pending result */
 
 /* Built-in kernel inputs of the calling thread ([[thread_position_in_grid]] etc.). */
 typedef struct msl_sim_thread {
@@ -60,6 +64,41 @@ void msl_sim_simdgroup_barrier(const msl_sim_site *site, unsigned flags);
    caller's lane. */
 const void *msl_sim_simd_exchange(const msl_sim_site *site, const void *data, unsigned size,
                                   unsigned *active, unsigned *lane);
+
+/* simdgroup_multiply_accumulate without a rendezvous. Each lane records its operands (its
+   two elements of a, b and c, or for an operand that is itself a pending result, that
+   result) into the simdgroup's k-th multiply-accumulate, k counting the lane's own calls,
+   and goes on holding a handle to it; the lane that records last computes the 64 results
+   (`finish`, compiled with the kernel: the fp32 fma chain rounded to the destination type)
+   and wakes lanes waiting for them. A lane needs the values only when it reads or stores
+   the matrix: msl_sim_mma_wait then blocks until the result exists. Handles are counted
+   references (the shim's copy constructor, assignment and destructor keep `refs`). */
+typedef struct msl_sim_mma {
+    unsigned refs;               /* handles held by lanes and by pending operand slots */
+    unsigned done;               /* d holds the result */
+    unsigned long runtime[15];   /* mma.c's own fields (two cache lines with the above) */
+    float lanes[32][6];          /* lane l's elements of a, b and c (2 each) */
+    float d[64];                 /* the result, row-major, rounded to the destination type */
+} msl_sim_mma;
+typedef struct msl_sim_mma_arg {
+    msl_sim_mma *pending;        /* the operand is this pending result (its values: ignored) */
+    float v[2];                  /* else the lane's two elements */
+} msl_sim_mma_arg;
+typedef void (*msl_sim_mma_finish)(msl_sim_mma *op);
+/* Returns the op with one reference for the caller; *pos receives the index in the 64
+   elements of the caller's first element (its second is *pos + 1). */
+msl_sim_mma *msl_sim_mma_record(const msl_sim_site *site, const msl_sim_mma_arg *args,
+                                msl_sim_mma_finish finish, unsigned *pos);
+/* Blocks until op->done; returns the caller's element index as msl_sim_mma_record does. */
+unsigned msl_sim_mma_wait(msl_sim_mma *op, const msl_sim_site *site);
+/* refs reached 0 on a finished op: give it back. */
+void msl_sim_mma_free(msl_sim_mma *op);
+
+/* simdgroup_load/store and the diagonal constructor: no rendezvous (each lane touches only
+   its own elements). Checks that all 32 lanes are live, counts the op for the per-lane
+   uniformity check made at every rendezvous and at the end of the threadgroup, and returns
+   the caller's lane. */
+unsigned msl_sim_matrix_arrive(const msl_sim_site *site);
 
 /* Storage for a `threadgroup T x[N];` declaration in a kernel body. `key` is unique per
    declaration and per template instantiation (the address of a function-local static).

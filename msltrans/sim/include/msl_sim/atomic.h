@@ -1,6 +1,8 @@
-// metal_atomic: atomic<T> in device and threadgroup memory. Fibers run on one OS thread and
-// switch only at barriers/SIMD ops, so a plain read-modify-write is atomic; every memory
-// order is accepted and behaves as seq_cst. Weak compare-exchange fails only on a mismatch,
+// metal_atomic: atomic<T> in device and threadgroup memory. Threadgroups of a dispatch run
+// on several OS threads at once, so device atomics are real (sequentially consistent)
+// atomic instructions; a threadgroup runs on one OS thread and its fibers switch only at
+// barriers/SIMD ops, so a plain read-modify-write on threadgroup memory is atomic. Every
+// memory order is accepted and behaves as seq_cst. Weak compare-exchange fails only on a mismatch,
 // unless MSLTRANS_SIM_CAS_SPURIOUS=N (read by the runtime at each dispatch) makes every Nth
 // call of the dispatch fail spuriously; strong compare-exchange never fails spuriously.
 // What Metal lacks fails to compile: 64-bit add/sub/and/or/xor/exchange (atomic_ulong has
@@ -99,7 +101,97 @@ template <class T> constexpr bool is_int32 = is_same<T, int>::value || is_same<T
         T old = o->__v; if (v cmp old) o->__v = v; return old;                                               \
     }
 
-MSL_SIM_ATOMICS(__global)
+
+// Device memory: real atomics (other threadgroups run concurrently on other OS threads).
+// Values move as their bit patterns (compare-exchange compares bits, as Metal does).
+#define MSL_SIM_BITS(T) conditional_t<sizeof(T) == 8, ulong, conditional_t<sizeof(T) == 4, uint, uchar>>
+#define MSL_SIM_DEV_PTR(o) ((volatile __global MSL_SIM_BITS(T) *)&(o)->__v)
+#define MSL_SIM_AS_BITS(v) __builtin_bit_cast(MSL_SIM_BITS(T), (T)(v))
+#define MSL_SIM_FROM_BITS(b) __builtin_bit_cast(T, (MSL_SIM_BITS(T))(b))
+template <class T> inline T atomic_load_explicit(const volatile __global atomic<T> *o, memory_order) {
+    return MSL_SIM_FROM_BITS(__atomic_load_n((const volatile __global MSL_SIM_BITS(T) *)&o->__v, __ATOMIC_SEQ_CST));
+}
+template <class T> inline void atomic_store_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order) {
+    __atomic_store_n(MSL_SIM_DEV_PTR(o), MSL_SIM_AS_BITS(v), __ATOMIC_SEQ_CST);
+}
+template <class T> inline T atomic_exchange_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order) {
+    MSL_SIM_NO64(T, "exchange");
+    return MSL_SIM_FROM_BITS(__atomic_exchange_n(MSL_SIM_DEV_PTR(o), MSL_SIM_AS_BITS(v), __ATOMIC_SEQ_CST));
+}
+template <class T> inline bool atomic_compare_exchange_weak_explicit(volatile __global atomic<T> *o, thread typename atomic<T>::value_type *expected,
+        typename atomic<T>::value_type desired, memory_order, memory_order) {
+    MSL_SIM_NO64(T, "compare_exchange");
+    MSL_SIM_BITS(T) want = MSL_SIM_AS_BITS(*expected);
+    /* A spurious failure writes nothing and reports the current value, as a mismatch does. */
+    if (msl_sim_cas_spurious()) {
+        *expected = MSL_SIM_FROM_BITS(__atomic_load_n(MSL_SIM_DEV_PTR(o), __ATOMIC_SEQ_CST));
+        return false;
+    }
+    bool ok = __atomic_compare_exchange_n(MSL_SIM_DEV_PTR(o), &want, MSL_SIM_AS_BITS(desired), false,
+                                          __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    if (!ok) *expected = MSL_SIM_FROM_BITS(want);
+    return ok;
+}
+template <class T> inline bool atomic_compare_exchange_strong_explicit(volatile __global atomic<T> *o, thread typename atomic<T>::value_type *expected,
+        typename atomic<T>::value_type desired, memory_order, memory_order) {
+    MSL_SIM_NO64(T, "compare_exchange");
+    MSL_SIM_BITS(T) want = MSL_SIM_AS_BITS(*expected);
+    bool ok = __atomic_compare_exchange_n(MSL_SIM_DEV_PTR(o), &want, MSL_SIM_AS_BITS(desired), false,
+                                          __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    if (!ok) *expected = MSL_SIM_FROM_BITS(want);
+    return ok;
+}
+template <class T> inline T atomic_fetch_add_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order) {
+    MSL_SIM_NO64(T, "add");
+    static_assert(!is_same<T, bool>::value, "atomic_bool has no fetch_add");
+    if constexpr (is_same<T, float>::value) {
+        uint old = __atomic_load_n(MSL_SIM_DEV_PTR(o), __ATOMIC_SEQ_CST);
+        while (!__atomic_compare_exchange_n(MSL_SIM_DEV_PTR(o), &old, __builtin_bit_cast(uint, __builtin_bit_cast(float, old) + v),
+                                            false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+        }
+        return __builtin_bit_cast(float, old);
+    } else {
+        return (T)__atomic_fetch_add(MSL_SIM_DEV_PTR(o), (uint)v, __ATOMIC_SEQ_CST);
+    }
+}
+template <class T> inline T atomic_fetch_sub_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order) {
+    MSL_SIM_NO64(T, "sub");
+    static_assert(!is_same<T, bool>::value, "atomic_bool has no fetch_sub");
+    if constexpr (is_same<T, float>::value) {
+        uint old = __atomic_load_n(MSL_SIM_DEV_PTR(o), __ATOMIC_SEQ_CST);
+        while (!__atomic_compare_exchange_n(MSL_SIM_DEV_PTR(o), &old, __builtin_bit_cast(uint, __builtin_bit_cast(float, old) - v),
+                                            false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+        }
+        return __builtin_bit_cast(float, old);
+    } else {
+        return (T)__atomic_fetch_sub(MSL_SIM_DEV_PTR(o), (uint)v, __ATOMIC_SEQ_CST);
+    }
+}
+#define MSL_SIM_DEV_BITOP(name)                                                                                \
+    template <class T> inline T atomic_fetch_##name##_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order) { \
+        MSL_SIM_NO64(T, #name);                                                                              \
+        static_assert(__detail::is_int32<T>, "atomic_fetch_" #name "_explicit needs atomic_int or atomic_uint"); \
+        return __atomic_fetch_##name((volatile __global T *)&o->__v, v, __ATOMIC_SEQ_CST);                    \
+    }
+#define MSL_SIM_DEV_MINMAX(name)                                                                               \
+    template <class T> inline T atomic_fetch_##name##_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order) { \
+        static_assert(__detail::is_int32<T> || is_same<T, ulong>::value,                                     \
+                      "atomic_fetch_" #name "_explicit needs atomic_int, atomic_uint or atomic_ulong");      \
+        return __atomic_fetch_##name((volatile __global T *)&o->__v, v, __ATOMIC_SEQ_CST);                    \
+    }
+MSL_SIM_DEV_BITOP(and)
+MSL_SIM_DEV_BITOP(or)
+MSL_SIM_DEV_BITOP(xor)
+MSL_SIM_DEV_MINMAX(min)
+MSL_SIM_DEV_MINMAX(max)
+#undef MSL_SIM_DEV_BITOP
+#undef MSL_SIM_DEV_MINMAX
+#undef MSL_SIM_BITS
+#undef MSL_SIM_DEV_PTR
+#undef MSL_SIM_AS_BITS
+#undef MSL_SIM_FROM_BITS
+
+// Threadgroup memory: one OS thread runs all fibers of a threadgroup, one at a time.
 MSL_SIM_ATOMICS(__local)
 #undef MSL_SIM_ATOMICS
 #undef MSL_SIM_ATOMIC_BITOP

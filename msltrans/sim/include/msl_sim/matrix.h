@@ -1,24 +1,76 @@
 // simdgroup_matrix<T, 8, 8>: each of the 32 lanes holds 2 elements, with Apple's ownership
-// (the one place it is encoded is lane_pos below). Loads and stores touch only the caller's
-// own elements; multiply-accumulate gathers the operands of all 32 lanes through one
-// rendezvous and computes each output element as the fp32 fma chain over k = 0..7 in
-// increasing order, starting from c, rounded once to the destination type.
+// (the one place it is encoded is lane_pos below). No matrix op is a rendezvous:
+// - loads and stores touch only the caller's own elements;
+// - a multiply-accumulate records the lane's operands into the simdgroup's shared record of
+//   that op (abi.h, runtime mma.c) and leaves a counted handle in the destination; the lane
+//   recording last computes every output element once, as the fp32 fma chain over
+//   k = 0..7 in increasing order starting from c, rounded once to the destination type;
+// - a lane reading a pending matrix (thread_elements(), a store) waits for that result.
+// The runtime checks that all 32 lanes take part and run the same matrix ops (at every
+// rendezvous and at the end of the threadgroup).
 #ifndef MSL_SIM_MATRIX_H
 #define MSL_SIM_MATRIX_H
 #pragma clang system_header
 #include "simd.h"
 
 namespace metal {
+namespace __detail {
+inline void mma_retain(msl_sim_mma *h) { h->refs++; }
+inline void mma_release(msl_sim_mma *h) {
+    if (--h->refs == 0 && h->done) msl_sim_mma_free(h);
+}
+}  // namespace __detail
+
 template <class T, int Cols, int Rows> struct simdgroup_matrix {
     static_assert(Cols == 8 && Rows == 8, "the simulator models 8x8 simdgroup matrices only");
     static_assert(is_same<T, float>::value || is_same<T, half>::value || is_same<T, bfloat>::value,
                   "simdgroup_matrix element type must be float, half or bfloat");
-    __detail::vec_t<T, 2> __e;
+    // The lane's two elements, unless __h is set: then they are the lane's part of that
+    // pending multiply-accumulate result (materialized on first read).
+    mutable __detail::vec_t<T, 2> __e = (__detail::vec_t<T, 2>)(T)0;
+    mutable msl_sim_mma *__h = nullptr;
     simdgroup_matrix() = default;
     // Apple: a diagonal matrix with `d` on the diagonal.
     simdgroup_matrix(T d, MSL_SIM_SITE_ARGS);
-    thread __detail::vec_t<T, 2> &thread_elements() { return __e; }
-    __detail::vec_t<T, 2> thread_elements() const { return __e; }
+    simdgroup_matrix(const simdgroup_matrix &o) : __e(o.__e), __h(o.__h) {
+        if (__h) __detail::mma_retain(__h);
+    }
+    simdgroup_matrix(simdgroup_matrix &&o) : __e(o.__e), __h(o.__h) { o.__h = nullptr; }
+    simdgroup_matrix &operator=(const simdgroup_matrix &o) {
+        if (o.__h) __detail::mma_retain(o.__h);
+        if (__h) __detail::mma_release(__h);
+        __e = o.__e;
+        __h = o.__h;
+        return *this;
+    }
+    simdgroup_matrix &operator=(simdgroup_matrix &&o) {
+        if (this != &o) {
+            if (__h) __detail::mma_release(__h);
+            __e = o.__e;
+            __h = o.__h;
+            o.__h = nullptr;
+        }
+        return *this;
+    }
+    ~simdgroup_matrix() {
+        if (__h) __detail::mma_release(__h);
+    }
+    // Wait for a pending result and keep the lane's two elements of it.
+    void __materialize(const msl_sim_site &s) const {
+        if (!__h) return;
+        uint pos = msl_sim_mma_wait(__h, &s);
+        __e = __detail::vec_t<T, 2>{(T)__h->d[pos], (T)__h->d[pos + 1]};
+        __detail::mma_release(__h);
+        __h = nullptr;
+    }
+    thread __detail::vec_t<T, 2> &thread_elements(MSL_SIM_SITE_ARGS) {
+        __materialize(MSL_SIM_SITE(MSL_SIM_KIND_MATRIX_READ));
+        return __e;
+    }
+    __detail::vec_t<T, 2> thread_elements(MSL_SIM_SITE_ARGS) const {
+        __materialize(MSL_SIM_SITE(MSL_SIM_KIND_MATRIX_READ));
+        return __e;
+    }
 };
 typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
 typedef simdgroup_matrix<half, 8, 8> simdgroup_half8x8;
@@ -31,86 +83,104 @@ inline void lane_pos(uint lane, thread uint &row, thread uint &col0) {
     row = (q & 4) + ((lane / 2) % 4);
     col0 = (q & 2) * 2 + (lane % 2) * 2;
 }
-// A matrix op: one rendezvous that gives the lane id (and checks all 32 lanes take part).
-inline simd_view matrix_rendezvous(const void *payload, uint size, const msl_sim_site &s) {
-    simd_view w;
-    w.base = (const char *)msl_sim_simd_exchange(&s, payload, size, &w.active, &w.lane);
-    if (w.active != 0xffffffffu)
-        __detail::fail(s, "simdgroup_matrix operation with inactive lanes (all 32 lanes of the simdgroup must take part)");
-    return w;
-}
 template <class T, class P> inline void mat_load(thread simdgroup_matrix<T, 8, 8> &d, P src, ulong epr, ulong2 org, bool tr, const msl_sim_site &s) {
     uint row, col0;
-    lane_pos(matrix_rendezvous(0, 0, s).lane, row, col0);
+    lane_pos(msl_sim_matrix_arrive(&s), row, col0);
+    if (d.__h) {
+        mma_release(d.__h);
+        d.__h = nullptr;
+    }
     for (uint j = 0; j < 2; ++j) {
         ulong r = tr ? col0 + j : row, c = tr ? row : col0 + j;   // origin applies in memory coordinates
         d.__e[j] = src[(org.y + r) * epr + org.x + c];
     }
 }
-template <class T, class P> inline void mat_store(simdgroup_matrix<T, 8, 8> a, P dst, ulong epr, ulong2 org, bool tr, const msl_sim_site &s) {
+template <class T, class P> inline void mat_store(const thread simdgroup_matrix<T, 8, 8> &a, P dst, ulong epr, ulong2 org, bool tr, const msl_sim_site &s) {
+    a.__materialize(s);
     uint row, col0;
-    lane_pos(matrix_rendezvous(0, 0, s).lane, row, col0);
+    lane_pos(msl_sim_matrix_arrive(&s), row, col0);
     for (uint j = 0; j < 2; ++j) {
         ulong r = tr ? col0 + j : row, c = tr ? row : col0 + j;
         dst[(org.y + r) * epr + org.x + c] = a.__e[j];
     }
 }
-template <class TA, class TB, class TC> struct mma_payload { vec_t<TA, 2> a; vec_t<TB, 2> b; vec_t<TC, 2> c; };
+template <class T> inline msl_sim_mma_arg mma_arg(const thread simdgroup_matrix<T, 8, 8> &m) {
+    msl_sim_mma_arg arg;
+    arg.pending = m.__h;
+    arg.v[0] = (float)m.__e[0];
+    arg.v[1] = (float)m.__e[1];
+    return arg;
+}
+// Runs once per multiply-accumulate, in the lane that records it last.
+template <class TD> void mma_finish(msl_sim_mma *op) {
+    float A[64], B[64], C[64];
+    for (uint l = 0; l < MSL_SIM_SIMD_WIDTH; ++l) {
+        uint r, c0;
+        lane_pos(l, r, c0);
+        for (uint j = 0; j < 2; ++j) {
+            A[r * 8 + c0 + j] = op->lanes[l][j];
+            B[r * 8 + c0 + j] = op->lanes[l][2 + j];
+            C[r * 8 + c0 + j] = op->lanes[l][4 + j];
+        }
+    }
+    for (uint i = 0; i < 8; ++i) {
+        float acc[8];
+        for (uint j = 0; j < 8; ++j) acc[j] = C[i * 8 + j];
+        for (uint k = 0; k < 8; ++k) {
+            float a = A[i * 8 + k];
+            for (uint j = 0; j < 8; ++j) acc[j] = __builtin_fmaf(a, B[k * 8 + j], acc[j]);
+        }
+        for (uint j = 0; j < 8; ++j) op->d[i * 8 + j] = (float)(TD)acc[j];
+    }
+}
 }  // namespace __detail
 
 #define MSL_SIM_MAT_SITE() msl_sim_site __s = MSL_SIM_SITE(MSL_SIM_KIND_SIMD_MATRIX)
+#define MSL_SIM_LOAD_SITE() msl_sim_site __s = MSL_SIM_SITE(MSL_SIM_KIND_MATRIX_LOAD)
+#define MSL_SIM_STORE_SITE() msl_sim_site __s = MSL_SIM_SITE(MSL_SIM_KIND_MATRIX_STORE)
 template <class T> inline void simdgroup_load(thread simdgroup_matrix<T, 8, 8> &d, const device T *src, ulong elements_per_row = 8,
                                               ulong2 matrix_origin = ulong2{0, 0}, bool transpose_matrix = false, MSL_SIM_SITE_ARGS) {
-    MSL_SIM_MAT_SITE();
+    MSL_SIM_LOAD_SITE();
     __detail::mat_load(d, src, elements_per_row, matrix_origin, transpose_matrix, __s);
 }
 template <class T> inline void simdgroup_load(thread simdgroup_matrix<T, 8, 8> &d, const threadgroup T *src, ulong elements_per_row = 8,
                                               ulong2 matrix_origin = ulong2{0, 0}, bool transpose_matrix = false, MSL_SIM_SITE_ARGS) {
-    MSL_SIM_MAT_SITE();
+    MSL_SIM_LOAD_SITE();
     __detail::mat_load(d, src, elements_per_row, matrix_origin, transpose_matrix, __s);
 }
-template <class T> inline void simdgroup_store(simdgroup_matrix<T, 8, 8> a, device T *dst, ulong elements_per_row = 8,
+template <class T> inline void simdgroup_store(const thread simdgroup_matrix<T, 8, 8> &a, device T *dst, ulong elements_per_row = 8,
                                                ulong2 matrix_origin = ulong2{0, 0}, bool transpose_matrix = false, MSL_SIM_SITE_ARGS) {
-    MSL_SIM_MAT_SITE();
+    MSL_SIM_STORE_SITE();
     __detail::mat_store(a, dst, elements_per_row, matrix_origin, transpose_matrix, __s);
 }
-template <class T> inline void simdgroup_store(simdgroup_matrix<T, 8, 8> a, threadgroup T *dst, ulong elements_per_row = 8,
+template <class T> inline void simdgroup_store(const thread simdgroup_matrix<T, 8, 8> &a, threadgroup T *dst, ulong elements_per_row = 8,
                                                ulong2 matrix_origin = ulong2{0, 0}, bool transpose_matrix = false, MSL_SIM_SITE_ARGS) {
-    MSL_SIM_MAT_SITE();
+    MSL_SIM_STORE_SITE();
     __detail::mat_store(a, dst, elements_per_row, matrix_origin, transpose_matrix, __s);
 }
 
 template <class TD, class TA, class TB, class TC>
-inline void simdgroup_multiply_accumulate(thread simdgroup_matrix<TD, 8, 8> &d, simdgroup_matrix<TA, 8, 8> a,
-                                          simdgroup_matrix<TB, 8, 8> b, simdgroup_matrix<TC, 8, 8> c, MSL_SIM_SITE_ARGS) {
+inline void simdgroup_multiply_accumulate(thread simdgroup_matrix<TD, 8, 8> &d, const thread simdgroup_matrix<TA, 8, 8> &a,
+                                          const thread simdgroup_matrix<TB, 8, 8> &b, const thread simdgroup_matrix<TC, 8, 8> &c,
+                                          MSL_SIM_SITE_ARGS) {
     MSL_SIM_MAT_SITE();
-    __detail::mma_payload<TA, TB, TC> p = {a.__e, b.__e, c.__e};
-    __detail::simd_view w = __detail::matrix_rendezvous(&p, sizeof(p), __s);
-    float A[8][8], B[8][8], C[8][8];
-    for (uint l = 0; l < MSL_SIM_SIMD_WIDTH; ++l) {
-        __detail::mma_payload<TA, TB, TC> q;
-        __builtin_memcpy(&q, w.base + l * MSL_SIM_EXCHANGE_BYTES, sizeof(q));
-        uint r, c0;
-        __detail::lane_pos(l, r, c0);
-        for (uint j = 0; j < 2; ++j) {
-            A[r][c0 + j] = (float)q.a[j];
-            B[r][c0 + j] = (float)q.b[j];
-            C[r][c0 + j] = (float)q.c[j];
-        }
-    }
-    uint r, c0;
-    __detail::lane_pos(w.lane, r, c0);
-    for (uint j = 0; j < 2; ++j) {
-        float acc = C[r][c0 + j];
-        for (uint k = 0; k < 8; ++k) acc = __builtin_fmaf(A[r][k], B[k][c0 + j], acc);
-        d.__e[j] = (TD)acc;
+    msl_sim_mma_arg args[3] = {__detail::mma_arg(a), __detail::mma_arg(b), __detail::mma_arg(c)};
+    uint pos;
+    msl_sim_mma *h = msl_sim_mma_record(&__s, args, &__detail::mma_finish<TD>, &pos);
+    if (d.__h) __detail::mma_release(d.__h);   // after reading the operands: d may alias one
+    if (h->done) {
+        // This lane recorded last: the result exists, keep the values, drop the handle.
+        d.__e = __detail::vec_t<TD, 2>{(TD)h->d[pos], (TD)h->d[pos + 1]};
+        d.__h = nullptr;
+        __detail::mma_release(h);
+    } else {
+        d.__h = h;
     }
 }
 template <class T, class TA, class TB>
-inline void simdgroup_multiply(thread simdgroup_matrix<T, 8, 8> &d, simdgroup_matrix<TA, 8, 8> a, simdgroup_matrix<TB, 8, 8> b,
-                               MSL_SIM_SITE_ARGS) {
-    simdgroup_matrix<T, 8, 8> z;
-    z.__e = (__detail::vec_t<T, 2>)(T)0;
+inline void simdgroup_multiply(thread simdgroup_matrix<T, 8, 8> &d, const thread simdgroup_matrix<TA, 8, 8> &a,
+                               const thread simdgroup_matrix<TB, 8, 8> &b, MSL_SIM_SITE_ARGS) {
+    simdgroup_matrix<T, 8, 8> z;   // +0 elements, no handle
     simdgroup_multiply_accumulate(d, a, b, z, __file, __line, __col);
 }
 template <class T, int Cols, int Rows> inline simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(T v) {
@@ -119,11 +189,13 @@ template <class T, int Cols, int Rows> inline simdgroup_matrix<T, Cols, Rows> ma
     return m;
 }
 template <class T, int Cols, int Rows> simdgroup_matrix<T, Cols, Rows>::simdgroup_matrix(T d, const __constant char *__file, unsigned __line, unsigned __col) {
-    MSL_SIM_MAT_SITE();
+    msl_sim_site __s = MSL_SIM_SITE(MSL_SIM_KIND_MATRIX_FILL);
     uint r, c0;
-    __detail::lane_pos(__detail::matrix_rendezvous(0, 0, __s).lane, r, c0);
+    __detail::lane_pos(msl_sim_matrix_arrive(&__s), r, c0);
     for (uint j = 0; j < 2; ++j) __e[j] = (r == c0 + j) ? d : (T)0;
 }
 #undef MSL_SIM_MAT_SITE
+#undef MSL_SIM_LOAD_SITE
+#undef MSL_SIM_STORE_SITE
 }  // namespace metal
 #endif

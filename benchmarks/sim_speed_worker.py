@@ -1,0 +1,52 @@
+"""One engine of benchmarks/sim_speed.py in its own process (Triton's interpreter cannot share
+a process with the JIT path: TRITON_INTERPRET is read when kernels are defined).
+
+Reads one JSON request per line on stdin ({"case": NAME, "threads": N or null}), runs the
+case once and answers one JSON line: {"seconds": wall time, "cpu": process CPU time} or
+{"error": text}. The first request of a case builds its inputs (and compiles); its answer
+is marked "first". Every run's result is checked before it is reported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+import warnings
+
+warnings.filterwarnings("ignore")
+
+
+def main() -> None:
+    from benchmarks.sim_speed_cases import CASES
+
+    built: dict[str, tuple] = {}
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        request = json.loads(line)
+        name = request["case"]
+        threads = request.get("threads")
+        if threads:
+            os.environ["MSLTRANS_SIM_THREADS"] = str(threads)
+        else:
+            os.environ.pop("MSLTRANS_SIM_THREADS", None)
+        try:
+            first = name not in built
+            if first:
+                built[name] = CASES[name][1]()
+            run, check = built[name]
+            start, start_cpu = time.perf_counter(), time.process_time()
+            run()
+            wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+            check()
+            answer = {"seconds": wall, "cpu": cpu, "first": first}
+        except Exception as exc:  # noqa: BLE001 - reported to the parent, which prints it
+            answer = {"error": f"{type(exc).__name__}: {exc}",
+                      "trace": traceback.format_exc(limit=4)}
+        print(json.dumps(answer), flush=True)
+
+
+if __name__ == "__main__":
+    main()
