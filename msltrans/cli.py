@@ -342,6 +342,9 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("--chip", default=DEFAULT_CHIP, help=f"target chip (default {DEFAULT_CHIP})")
     sub.add_parser("info", help="show the engine, target and device properties",
                    description="Show which engine (mps or sim) and target this machine gets.")
+    from msltrans.cli_profile import add_parser as add_profile
+
+    add_profile(sub)
     return parser
 
 
@@ -352,6 +355,10 @@ def main(argv: list[str] | None = None) -> int:
     if os.environ.get("MSLTRANS_TRACEBACK"):  # for debugging msltrans itself
         if args.command == "info":
             _info()
+        elif args.command == "profile":
+            from msltrans.cli_profile import main as profile_main
+
+            profile_main(args, _fail)
         else:
             _compile_and_print(args)
         return 0
@@ -360,6 +367,10 @@ def main(argv: list[str] | None = None) -> int:
             _compile_and_print(args)
         elif args.command == "info":
             _info()
+        elif args.command == "profile":
+            from msltrans.cli_profile import main as profile_main
+
+            profile_main(args, _fail)
     except SystemExit:
         raise
     except (MetalNonRecoverableError, ValueError, KeyError, TypeError, AssertionError,

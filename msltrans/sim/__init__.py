@@ -25,11 +25,13 @@ from msltrans.sim.errors import (
     ThreadgroupMemoryError,
 )
 from msltrans.sim.library import Kernel, Library, compile_shader
+from msltrans.sim.profiling import Profile, profile
 from msltrans.sim.races import RaceReport, check_races
 
 __all__ = [
     "CompileError", "CompilerNotFoundError", "DeviceError", "DeviceFailure", "DivergenceError",
     "DivisionTrapError", "InvalidAddressError", "Kernel", "KernelTimeoutError", "LaunchError",
-    "Library", "OutOfBoundsError", "RaceError", "RaceReport", "SimError", "StackOverflowError",
-    "ThreadgroupMemoryError", "check_races", "compile_shader", "find_compiler",
+    "Library", "OutOfBoundsError", "Profile", "RaceError", "RaceReport", "SimError",
+    "StackOverflowError", "ThreadgroupMemoryError", "check_races", "compile_shader",
+    "find_compiler", "profile",
 ]

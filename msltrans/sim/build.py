@@ -30,6 +30,18 @@ from msltrans.sim.signatures import KernelSignature
 # Before the user's source: the ABI (so entries and rewrites can name it even if the
 # shim never includes it) and the entry helpers.
 PRELUDE_FLAGS = ("-include", "msl_sim/entry.h")
+# The profiling build (msltrans.sim.profile): clang's address sanitizer reduced to one call
+# per load and store (__asan_loadN/__asan_storeN, which the runtime's profile.c defines),
+# with none of its shadow memory, stack, globals or redundant-check elimination; no
+# auto-vectorisation, so the accesses counted are the widths the MSL wrote.
+PROFILE_FLAGS = (
+    "-fsanitize=address", "-fno-sanitize-link-runtime", "-fsanitize-address-use-after-return=never",
+    "-fno-sanitize-address-use-after-scope",
+    "-mllvm", "-asan-instrumentation-with-call-threshold=0", "-mllvm", "-asan-stack=0",
+    "-mllvm", "-asan-globals=0", "-mllvm", "-asan-instrument-dynamic-allocas=0",
+    "-mllvm", "-asan-guard-against-version-mismatch=0", "-mllvm", "-asan-constructor-kind=none",
+    "-mllvm", "-asan-opt=0", "-fno-vectorize", "-fno-slp-vectorize",
+)
 
 
 @dataclass
@@ -73,8 +85,9 @@ def _run(argv: list[str], cwd: str, what: str, name: str, keep: Path | None) -> 
 
 
 def build(source: str, name: str, compiler: Compiler, key: str,
-          include_dirs: tuple[str, ...] = ()) -> Built:
-    """Compile `source` into cache_dir()/<key>.so and write its kernel metadata."""
+          include_dirs: tuple[str, ...] = (), profile: bool = False) -> Built:
+    """Compile `source` into cache_dir()/<key>.so and write its kernel metadata (`profile`:
+    the instrumented build msltrans.sim.profile runs)."""
     name = _safe_name(name)
     out_dir = cache_dir()
     library = out_dir / f"{key}.so"
@@ -96,7 +109,8 @@ def build(source: str, name: str, compiler: Compiler, key: str,
         # Diagnostics quote source lines from disk: put the user's own text back.
         Path(work, name).write_text(source)
         pch_flags: list[str] = []
-        prelude = None if os.environ.get("MSLTRANS_SIM_NO_PCH") else prelude_pch(compiler)
+        no_pch = profile or os.environ.get("MSLTRANS_SIM_NO_PCH")
+        prelude = None if no_pch else prelude_pch(compiler)
         if prelude is not None:
             shim_text, rest = split_shim(text, shim_dir)
             if shim_text == prelude[1]:
@@ -104,7 +118,8 @@ def build(source: str, name: str, compiler: Compiler, key: str,
         prepared = f"{name}.ii"
         Path(work, prepared).write_text(text + "\n" + generate_entries(kernels))
         tmp = temp_output(library)
-        argv = [*compiler.argv, *LANGUAGE_FLAGS, *CODEGEN_FLAGS, *includes, *pch_flags,
+        argv = [*compiler.argv, *LANGUAGE_FLAGS, *CODEGEN_FLAGS,
+                *(PROFILE_FLAGS if profile else ()), *includes, *pch_flags,
                 "-o", str(tmp), prepared, "-x", "none", *compiler.link_flags]
         try:
             _run(argv, work, "compiling", name, keep)

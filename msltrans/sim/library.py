@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from msltrans.sim import native
+from msltrans.sim import native, profiling
 from msltrans.sim.args import (
     Bound,
     Region,
@@ -167,15 +167,21 @@ class Kernel:
              timeout_ms: int) -> None:
         wanted = [p.index for p in self.signature.params if p.kind == "buffer"]
         n_buffers = max([*wanted, *(b.index for b in bound + scalars)], default=-1) + 1
+        session = profiling.active()
+        entry, target = self._entry, None
+        if session is not None and session.wants(self.name):
+            target = self.library.profiling_build()._kernels[self.name]
+            entry = target._entry
         launch = native.Launch(
-            entry=self._entry, n_buffers=n_buffers, n_tg=len(tg_lengths),
+            entry=entry, n_buffers=n_buffers, n_tg=len(tg_lengths),
             tg_lengths=(ctypes.c_ulong * max(len(tg_lengths), 1))(*tg_lengths),
             threads=(ctypes.c_uint * 3)(*grid), group_size=(ctypes.c_uint * 3)(*group),
             schedule=native.SCHEDULES[schedule], workers=0, seed=seed & (2**64 - 1),
-            timeout_ms=timeout_ms)
+            timeout_ms=timeout_ms, profile=int(target is not None))
         retried = False
         while True:
-            report = self._dispatch(launch, bound, scalars, n_buffers)
+            report = self._dispatch(launch, bound, scalars, n_buffers, session if target else None,
+                                    target)
             if not (report.kind and report.workers > 1 and report.kind != native.ERR_TIMEOUT
                     and not retried):
                 break
@@ -190,9 +196,11 @@ class Kernel:
                          self.library.sources, timeout_ms / 1000)
 
     def _dispatch(self, launch: native.Launch, bound: list[Bound], scalars: list[Bound],
-                  n_buffers: int) -> native.Report:
+                  n_buffers: int, session: profiling.Profile | None = None,
+                  target: Kernel | None = None) -> native.Report:
         """Stage the arguments, run, copy results back if the run did not fail (or if it
-        ran on one worker), unmap. Returns the runtime's report."""
+        ran on one worker), unmap. Returns the runtime's report. With a profile `session`,
+        `target` is this kernel in the profiling build and the launch's counts are added."""
         lib = native.runtime()
         regions = group_regions(bound)
         for item in scalars:
@@ -207,9 +215,18 @@ class Kernel:
                                                        - item.region.host_start)
                 buffers[item.index] = item.device_addr
             launch.buffers = buffers
+            counts = None
+            if session is not None:
+                counts = profiling.make_out([(r.data, r.size) for r in regions
+                                             if r.scalar_bytes is None and r.size])
+                launch.profile_out = ctypes.cast(ctypes.byref(counts[0]), ctypes.c_void_p)
             report = native.Report()
             with _dispatch_lock:
                 lib.msl_sim_dispatch(ctypes.byref(launch), ctypes.byref(report))
+                if counts is not None and session is not None and target is not None:
+                    session.launches.append(profiling.collect(
+                        *counts, self.name, target.library, tuple(launch.threads),
+                        tuple(launch.group_size)))
             self._static_tg = int(report.tg_static_bytes)
             retry = report.kind and report.workers > 1 and report.kind != native.ERR_TIMEOUT
             if not retry:
@@ -242,6 +259,8 @@ class Library:
                  name: str, deps: dict[str, str] | None = None) -> None:
         native.runtime()   # its symbols must be global before the kernel library loads
         self.path = path
+        self.build_args: tuple[str, str, tuple[str, ...]] = (source, name, ())
+        self.profiling = False
         self.sources = {name: source}
         self.deps = dict(deps or {})
         self._dll = _dlopen(path)
@@ -262,6 +281,13 @@ class Library:
     @property
     def kernel_names(self) -> list[str]:
         return sorted(self._kernels)
+
+    def profiling_build(self) -> Library:
+        """The same source compiled for msltrans.sim.profile (every access counted)."""
+        if self.profiling:
+            return self
+        source, name, dirs = self.build_args
+        return compile_shader(source, name, dirs, profile=True)
 
 
 def _dlopen(path: Path) -> ctypes.CDLL:
@@ -287,19 +313,23 @@ def _config_hash() -> str:
 
 
 def compile_shader(source: str, name: str = "shader.metal",
-                   include_dirs: list[str] | tuple[str, ...] = ()) -> Library:
+                   include_dirs: list[str] | tuple[str, ...] = (),
+                   profile: bool = False) -> Library:
     """Compile MSL for the CPU simulator (cached in memory and on disk).
 
     `name` is the file name diagnostics and fault reports show; `include_dirs` are searched
     for `#include "..."`/`<...>` before the shim (their headers' contents are checked when a
-    cached build is reused)."""
+    cached build is reused). `profile`: the instrumented build msltrans.sim.profile uses
+    (made on demand by a profiled launch; rarely wanted directly)."""
     dirs = tuple(str(Path(d).resolve()) for d in include_dirs)
-    text = "\0".join([_config_hash(), name, *dirs, source])
+    text = "\0".join([_config_hash(), name, *dirs, source, "profile" if profile else ""])
     key = hashlib.sha256(text.encode()).hexdigest()
     cached = _loaded.get(key)
     if cached is not None and not (cached.deps and deps_changed(cached.deps)):
         return cached
-    built = load_built(key) or build(source, name, find_compiler(), key, dirs)
+    built = load_built(key) or build(source, name, find_compiler(), key, dirs, profile)
     library = Library(built.library, built.kernels, source, Path(name).name, built.deps)
+    library.build_args = (source, name, dirs)
+    library.profiling = profile
     _loaded[key] = library
     return library

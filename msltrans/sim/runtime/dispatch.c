@@ -223,7 +223,7 @@ int msl_sim_dispatch(const msl_sim_launch *launch, msl_sim_report *report) {
         return report->kind;
     }
     if (launch->workers) n_workers = launch->workers;
-    if (msl_sim_cas_spurious_enabled()) n_workers = 1;
+    if (msl_sim_cas_spurious_enabled() || launch->profile) n_workers = 1;
     unsigned long long total = 1;
     for (int d = 0; d < 3; d++) {
         job.n_groups[d] = (launch->threads[d] + launch->group_size[d] - 1) / launch->group_size[d];

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profile.h"
 #include "sched.h"
 
 #define MMA_CHUNK 64
@@ -130,6 +131,7 @@ static void complete(msl_sim_worker *w, msl_sim_fiber *f, mma_op *op) {
     }
     op->finish((msl_sim_mma *)op);
     op->done = 1;
+    if (w->profile) msl_sim_profile_mma(w, NULL);
     if (op->waiters) {
         msl_sim_fiber *lanes = &w->fibers[op->sg * MSL_SIM_SIMD_WIDTH];
         for (unsigned l = 0; l < MSL_SIM_SIMD_WIDTH; l++)
@@ -152,6 +154,7 @@ msl_sim_mma *msl_sim_mma_record(const msl_sim_site *site, const msl_sim_mma_arg 
     msl_sim_fiber *f = msl_sim_self_fiber(w);
     unsigned index = f->sg, lane = f->lane;
     msl_sim_simdgroup *sg = &w->sgs[index];
+    if (w->profile) msl_sim_profile_note_caller(w, f, __builtin_frame_address(0));
     if (!f->full_sg || w->profile) msl_sim_matrix_note(w, f, site);
     sg->matrix_used = 1;
     unsigned k = f->mma_seq++;

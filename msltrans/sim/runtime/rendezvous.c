@@ -13,6 +13,8 @@ static const char *kind_name(unsigned kind) {
     case MSL_SIM_KIND_THREADGROUP_BARRIER: return "threadgroup_barrier";
     case MSL_SIM_KIND_SIMDGROUP_BARRIER: return "simdgroup_barrier";
     case MSL_SIM_KIND_SIMD_OP: return "SIMD-group op";
+    case MSL_SIM_KIND_SIMD_SHUFFLE: return "SIMD shuffle";
+    case MSL_SIM_KIND_SIMD_REDUCE: return "SIMD reduction";
     case MSL_SIM_KIND_SIMD_MATRIX: return "simdgroup_multiply_accumulate";
     case MSL_SIM_KIND_MATRIX_LOAD: return "simdgroup_load";
     case MSL_SIM_KIND_MATRIX_STORE: return "simdgroup_store";
@@ -119,6 +121,7 @@ int msl_sim_matrix_check_end(msl_sim_worker *w) {
 unsigned msl_sim_matrix_arrive(const msl_sim_site *site) {
     msl_sim_worker *w = msl_sim_self();
     msl_sim_fiber *f = msl_sim_self_fiber(w);
+    if (w->profile) msl_sim_profile_note_caller(w, f, __builtin_frame_address(0));
     msl_sim_matrix_note(w, f, site);
     return f->lane;
 }
@@ -191,6 +194,7 @@ const void *msl_sim_simd_exchange(const msl_sim_site *site, const void *data, un
                                   unsigned *active, unsigned *lane) {
     msl_sim_worker *w = msl_sim_self();
     msl_sim_fiber *f = msl_sim_self_fiber(w);
+    if (w->profile) msl_sim_profile_note_caller(w, f, __builtin_frame_address(0));
     unsigned buffer;
     const void *slots = exchange(w, f, site, data, size, &buffer);
     if (active) *active = w->sgs[f->sg].mask[buffer];
@@ -200,13 +204,18 @@ const void *msl_sim_simd_exchange(const msl_sim_site *site, const void *data, un
 
 void msl_sim_simdgroup_barrier(const msl_sim_site *site, unsigned flags) {
     (void)flags;
-    msl_sim_simd_exchange(site, NULL, 0, NULL, NULL);
+    msl_sim_worker *w = msl_sim_self();
+    msl_sim_fiber *f = msl_sim_self_fiber(w);
+    if (w->profile) msl_sim_profile_note_caller(w, f, __builtin_frame_address(0));
+    unsigned buffer;
+    exchange(w, f, site, NULL, 0, &buffer);
 }
 
 void msl_sim_threadgroup_barrier(const msl_sim_site *site, unsigned flags) {
     (void)flags;
     msl_sim_worker *w = msl_sim_self();
     msl_sim_fiber *f = msl_sim_self_fiber(w);
+    if (w->profile) msl_sim_profile_note_caller(w, f, __builtin_frame_address(0));
     f->state = MSL_SIM_WAIT_TG;
     f->site = site;
     if (!w->tg_waiting) w->tg_site0 = site;

@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "profile.h"
 #include "sched.h"
 
 __thread msl_sim_worker *msl_sim_tls_worker;
@@ -198,6 +199,8 @@ int msl_sim_run_group(msl_sim_worker *w, const unsigned group[3], const unsigned
         w->in_kernel = 0;
     }
     w->current = -1;
+    if (w->profile)
+        for (unsigned s = 0; s < w->n_sg; s++) msl_sim_profile_flush(w, s);
     if (w->report.kind) return w->report.kind;
     if (w->live) return msl_sim_report_deadlock(w);
     return msl_sim_matrix_check_end(w);

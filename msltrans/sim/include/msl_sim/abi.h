@@ -30,6 +30,8 @@ typedef struct msl_sim_site {
 #define MSL_SIM_KIND_MATRIX_STORE        6u   /* simdgroup_store (likewise) */
 #define MSL_SIM_KIND_MATRIX_FILL         7u   /* the diagonal constructor (likewise) */
 #define MSL_SIM_KIND_MATRIX_READ         8u   /* thread_elements() of a pending result */
+#define MSL_SIM_KIND_SIMD_SHUFFLE        9u   /* simd_shuffle*, simd_broadcast* */
+#define MSL_SIM_KIND_SIMD_REDUCE        10u   /* simd_sum/min/max/..., simd_prefix_* */
 
 /* Built-in kernel inputs of the calling thread ([[thread_position_in_grid]] etc.). */
 typedef struct msl_sim_thread {

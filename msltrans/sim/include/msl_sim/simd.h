@@ -77,9 +77,11 @@ template <class T> inline T op_xor(T a, T b) { return a ^ b; }
 }  // namespace __detail
 
 #define MSL_SIM_SIMD_SITE() msl_sim_site __s = MSL_SIM_SITE(MSL_SIM_KIND_SIMD_OP)
+#define MSL_SIM_SHUFFLE_SITE() msl_sim_site __s = MSL_SIM_SITE(MSL_SIM_KIND_SIMD_SHUFFLE)
+#define MSL_SIM_REDUCE_SITE() msl_sim_site __s = MSL_SIM_SITE(MSL_SIM_KIND_SIMD_REDUCE)
 #define MSL_SIM_SIMD_REDUCE(name, op, cond)                                                  \
     template <class T> inline enable_if_t<cond, T> name(T x, MSL_SIM_SITE_ARGS) {            \
-        MSL_SIM_SIMD_SITE();                                                                 \
+        MSL_SIM_REDUCE_SITE();                                                               \
         __detail::simd_view w = __detail::exchange(x, __s);                                  \
         return __detail::fold<T>(w, MSL_SIM_SIMD_WIDTH, x, __detail::op<T>);                 \
     }
@@ -96,7 +98,7 @@ MSL_SIM_SIMD_REDUCE(simd_xor, op_xor, is_integral<T>::value)
 // 0 or 1 for the first active lane).
 #define MSL_SIM_SIMD_SCAN(name, op, incl, ident)                                             \
     template <class T> inline __detail::if_arith<T> name(T x, MSL_SIM_SITE_ARGS) {           \
-        MSL_SIM_SIMD_SITE();                                                                 \
+        MSL_SIM_REDUCE_SITE();                                                               \
         __detail::simd_view w = __detail::exchange(x, __s);                                  \
         return __detail::fold<T>(w, w.lane + (incl), (T)(ident), __detail::op<T>);           \
     }
@@ -110,42 +112,42 @@ MSL_SIM_SIMD_SCAN(simd_prefix_exclusive_product, op_mul, 0, 1)
 // _up/_down forms keeps the caller's own value (Apple: "the lower/upper delta lanes are
 // unchanged"); reading an inactive lane yields the 0xFF pattern (see simd_view::get).
 template <class T> inline __detail::if_arith<T> simd_shuffle(T x, ushort lane, MSL_SIM_SITE_ARGS) {
-    MSL_SIM_SIMD_SITE();
+    MSL_SIM_SHUFFLE_SITE();
     return __detail::exchange(x, __s).template get<T>(lane);
 }
 template <class T> inline __detail::if_arith<T> simd_broadcast(T x, ushort lane, MSL_SIM_SITE_ARGS) {
-    MSL_SIM_SIMD_SITE();
+    MSL_SIM_SHUFFLE_SITE();
     return __detail::exchange(x, __s).template get<T>(lane);
 }
 template <class T> inline __detail::if_arith<T> simd_broadcast_first(T x, MSL_SIM_SITE_ARGS) {
-    MSL_SIM_SIMD_SITE();
+    MSL_SIM_SHUFFLE_SITE();
     __detail::simd_view w = __detail::exchange(x, __s);
     return w.get<T>((uint)__builtin_ctz(w.active));
 }
 template <class T> inline __detail::if_arith<T> simd_shuffle_xor(T x, ushort mask, MSL_SIM_SITE_ARGS) {
-    MSL_SIM_SIMD_SITE();
+    MSL_SIM_SHUFFLE_SITE();
     __detail::simd_view w = __detail::exchange(x, __s);
     uint src = w.lane ^ mask;
     return src < MSL_SIM_SIMD_WIDTH ? w.get<T>(src) : x;
 }
 template <class T> inline __detail::if_arith<T> simd_shuffle_down(T x, ushort delta, MSL_SIM_SITE_ARGS) {
-    MSL_SIM_SIMD_SITE();
+    MSL_SIM_SHUFFLE_SITE();
     __detail::simd_view w = __detail::exchange(x, __s);
     uint src = w.lane + delta;
     return src < MSL_SIM_SIMD_WIDTH ? w.get<T>(src) : x;
 }
 template <class T> inline __detail::if_arith<T> simd_shuffle_up(T x, ushort delta, MSL_SIM_SITE_ARGS) {
-    MSL_SIM_SIMD_SITE();
+    MSL_SIM_SHUFFLE_SITE();
     __detail::simd_view w = __detail::exchange(x, __s);
     return w.lane >= delta ? w.get<T>(w.lane - delta) : x;
 }
 template <class T> inline __detail::if_arith<T> simd_shuffle_rotate_down(T x, ushort delta, MSL_SIM_SITE_ARGS) {
-    MSL_SIM_SIMD_SITE();
+    MSL_SIM_SHUFFLE_SITE();
     __detail::simd_view w = __detail::exchange(x, __s);
     return w.get<T>((w.lane + delta) % MSL_SIM_SIMD_WIDTH);
 }
 template <class T> inline __detail::if_arith<T> simd_shuffle_rotate_up(T x, ushort delta, MSL_SIM_SITE_ARGS) {
-    MSL_SIM_SIMD_SITE();
+    MSL_SIM_SHUFFLE_SITE();
     __detail::simd_view w = __detail::exchange(x, __s);
     return w.get<T>((w.lane + MSL_SIM_SIMD_WIDTH - delta % MSL_SIM_SIMD_WIDTH) % MSL_SIM_SIMD_WIDTH);
 }
@@ -155,14 +157,14 @@ template <class T> struct data_fill { T data, fill; };
 // _and_fill: lanes whose source falls off the end take `filling` from the wrapped-around
 // lane (Apple: the lower delta lanes of filling_data fill the upper delta lanes).
 template <class T> inline __detail::if_arith<T> simd_shuffle_and_fill_down(T x, T filling, ushort delta, MSL_SIM_SITE_ARGS) {
-    MSL_SIM_SIMD_SITE();
+    MSL_SIM_SHUFFLE_SITE();
     __detail::data_fill<T> p = {x, filling};
     __detail::simd_view w = __detail::exchange(p, __s);
     uint src = w.lane + delta;
     return src < MSL_SIM_SIMD_WIDTH ? w.get<T>(src) : w.get<T>(src - MSL_SIM_SIMD_WIDTH, sizeof(T));
 }
 template <class T> inline __detail::if_arith<T> simd_shuffle_and_fill_up(T x, T filling, ushort delta, MSL_SIM_SITE_ARGS) {
-    MSL_SIM_SIMD_SITE();
+    MSL_SIM_SHUFFLE_SITE();
     __detail::data_fill<T> p = {x, filling};
     __detail::simd_view w = __detail::exchange(p, __s);
     return w.lane >= delta ? w.get<T>(w.lane - delta) : w.get<T>(w.lane + MSL_SIM_SIMD_WIDTH - delta, sizeof(T));
@@ -199,5 +201,7 @@ inline bool simd_is_first(MSL_SIM_SITE_ARGS) {
 }
 inline bool simd_is_helper_thread() { return false; }
 #undef MSL_SIM_SIMD_SITE
+#undef MSL_SIM_SHUFFLE_SITE
+#undef MSL_SIM_REDUCE_SITE
 }  // namespace metal
 #endif
