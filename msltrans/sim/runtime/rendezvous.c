@@ -54,24 +54,32 @@ static void fail_here(msl_sim_worker *w, const msl_sim_fiber *f, int kind, const
    simdgroup fails at once, and so does a multiply-accumulate (a rendezvous) once lanes
    have returned. */
 
+static void partial_simdgroup(msl_sim_worker *w, msl_sim_fiber *f, const msl_sim_site *site)
+    __attribute__((noreturn, noinline));
+static void partial_simdgroup(msl_sim_worker *w, msl_sim_fiber *f, const msl_sim_site *site) {
+    char where[256], msg[512];
+    describe_site(where, sizeof where, site);
+    snprintf(msg, sizeof msg, "simdgroup_matrix operation with inactive lanes (all 32 lanes "
+             "of the simdgroup must take part): %s in a simdgroup of %u lane(s)", where,
+             w->sgs[f->sg].lanes);
+    fail_here(w, f, MSL_SIM_ERR_FAIL, msg);
+}
+
 /* Counts a matrix op of lane `f` (and fails one in a partial simdgroup at once). */
-void msl_sim_matrix_note(msl_sim_worker *w, msl_sim_fiber *f, const msl_sim_site *site) {
-    msl_sim_simdgroup *sg = &w->sgs[f->sg];
-    if (!f->full_sg) {
-        char where[256], msg[512];
-        describe_site(where, sizeof where, site);
-        snprintf(msg, sizeof msg, "simdgroup_matrix operation with inactive lanes (all 32 lanes "
-                 "of the simdgroup must take part): %s in a simdgroup of %u lane(s)", where,
-                 sg->lanes);
-        fail_here(w, f, MSL_SIM_ERR_FAIL, msg);
-    }
-    sg->matrix_used = 1;
+static inline __attribute__((always_inline)) void note(msl_sim_worker *w, msl_sim_fiber *f,
+                                                       const msl_sim_site *site) {
+    if (__builtin_expect(!f->full_sg, 0)) partial_simdgroup(w, f, site);
+    w->sgs[f->sg].matrix_used = 1;
     f->matrix_count++;
-    f->matrix_hash = (f->matrix_hash ^ (unsigned long long)(uintptr_t)site->file) * 0x100000001b3ull;
-    f->matrix_hash = (f->matrix_hash ^ ((unsigned long long)site->line << 32 | site->column
-                                        | (unsigned long long)site->kind << 24)) * 0x100000001b3ull;
+    unsigned long long key = (unsigned long long)(uintptr_t)site->file ^
+        ((unsigned long long)site->line << 40 | (unsigned long long)site->column << 16 | site->kind);
+    f->matrix_hash = (f->matrix_hash ^ key) * 0x100000001b3ull;
     f->matrix_site = *site;
-    if (w->profile) msl_sim_profile_matrix(w, f, site);
+    if (__builtin_expect(w->profile != NULL, 0)) msl_sim_profile_matrix(w, f, site);
+}
+
+void msl_sim_matrix_note(msl_sim_worker *w, msl_sim_fiber *f, const msl_sim_site *site) {
+    note(w, f, site);
 }
 
 /* 0 when every lane of simdgroup `index` ran the same matrix loads/stores since the last
@@ -121,8 +129,9 @@ int msl_sim_matrix_check_end(msl_sim_worker *w) {
 unsigned msl_sim_matrix_arrive(const msl_sim_site *site) {
     msl_sim_worker *w = msl_sim_self();
     msl_sim_fiber *f = msl_sim_self_fiber(w);
-    if (w->profile) msl_sim_profile_note_caller(w, f, __builtin_frame_address(0));
-    msl_sim_matrix_note(w, f, site);
+    if (__builtin_expect(w->profile != NULL, 0))
+        msl_sim_profile_note_caller(w, f, __builtin_frame_address(0));
+    note(w, f, site);
     return f->lane;
 }
 
@@ -171,14 +180,19 @@ void msl_sim_release_simd(msl_sim_worker *w, msl_sim_simdgroup *sg, unsigned ind
     for (; mask; mask &= mask - 1) lanes[__builtin_ctz(mask)].state = MSL_SIM_READY;
 }
 
-static const void *exchange(msl_sim_worker *w, msl_sim_fiber *f, const msl_sim_site *site,
-                            const void *data, unsigned size, unsigned *buffer_out) {
+static inline __attribute__((always_inline)) const void *exchange(
+        msl_sim_worker *w, msl_sim_fiber *f, const msl_sim_site *site, const void *data,
+        unsigned size, unsigned *buffer_out) {
     unsigned index = f->sg;
     msl_sim_simdgroup *sg = &w->sgs[index];
     unsigned buffer = sg->gen & 1;
-    if (size > MSL_SIM_EXCHANGE_BYTES)
+    unsigned char *slot = w->slots[index][buffer][f->lane];
+    /* The usual payloads are 4 or 8 bytes: copies of a constant size stay inline. */
+    if (size == 4) memcpy(slot, data, 4);
+    else if (size == 8) memcpy(slot, data, 8);
+    else if (size > MSL_SIM_EXCHANGE_BYTES)
         fail_here(w, f, MSL_SIM_ERR_FAIL, "SIMD op payload larger than MSL_SIM_EXCHANGE_BYTES");
-    if (size) memcpy(sg->slots[buffer][f->lane], data, size);
+    else if (size) memcpy(slot, data, size);
     f->state = MSL_SIM_WAIT_SIMD;
     f->site = site;
     if (!sg->waiting) sg->site0 = site;
@@ -187,7 +201,7 @@ static const void *exchange(msl_sim_worker *w, msl_sim_fiber *f, const msl_sim_s
     if (++sg->waiting == sg->live) msl_sim_release_simd(w, sg, index);
     msl_sim_block(w);
     *buffer_out = buffer;
-    return sg->slots[buffer];
+    return w->slots[index][buffer];
 }
 
 const void *msl_sim_simd_exchange(const msl_sim_site *site, const void *data, unsigned size,

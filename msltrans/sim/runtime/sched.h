@@ -47,17 +47,20 @@ typedef struct msl_sim_fiber {
 typedef struct msl_sim_simdgroup {
     unsigned lanes;                   /* threads of the group in this simdgroup (<= 32) */
     unsigned live, waiting, gen;
-    /* Two generations of payload slots: lanes read generation g's slots after being
-       released while faster lanes already publish generation g+1. */
-    unsigned mask[2];
+    unsigned mask[2];                 /* lanes that took part, per payload generation */
     unsigned waiting_mask;            /* lanes waiting at the current SIMD op */
     unsigned site_mismatch;           /* ... not all at site0 (a divergence, reported at release) */
     unsigned matrix_used;             /* matrix ops since the last uniformity check */
     const msl_sim_site *site0;        /* where the first waiting lane waits */
     struct mma_op **ops;              /* mma.c: this simdgroup's records since the last restart */
+    struct mma_block **blocks;        /* mma.c: their lanes' operands, 16 ops per block */
     unsigned n_ops, cap_ops;
-    unsigned char slots[2][MSL_SIM_SIMD_WIDTH][MSL_SIM_EXCHANGE_BYTES] __attribute__((aligned(64)));
 } msl_sim_simdgroup;
+
+/* SIMD payload slots of one simdgroup: two generations (lanes read generation g's slots
+   after being released while faster lanes already publish generation g+1). Apart from
+   msl_sim_simdgroup, so that the simdgroups' bookkeeping stays in a few cache lines. */
+typedef unsigned char msl_sim_slots[2][MSL_SIM_SIMD_WIDTH][MSL_SIM_EXCHANGE_BYTES];
 
 typedef struct msl_sim_worker {
     unsigned index;
@@ -90,6 +93,7 @@ typedef struct msl_sim_worker {
     unsigned order[MSL_SIM_MAX_THREADS];
     msl_sim_fiber fibers[MSL_SIM_MAX_THREADS];
     msl_sim_simdgroup sgs[MSL_SIM_MAX_SIMDGROUPS];
+    msl_sim_slots slots[MSL_SIM_MAX_SIMDGROUPS] __attribute__((aligned(64)));
 } msl_sim_worker;
 
 /* The worker and fiber of code running on a fiber stack. */

@@ -78,15 +78,16 @@ const void *msl_sim_simd_exchange(const msl_sim_site *site, const void *data, un
 typedef struct msl_sim_mma {
     unsigned refs;               /* handles held by lanes and by pending operand slots */
     unsigned done;               /* d holds the result */
-    unsigned long runtime[15];   /* mma.c's own fields (two cache lines with the above) */
-    float lanes[32][6];          /* lane l's elements of a, b and c (2 each) */
+    unsigned long runtime[7];    /* mma.c's own fields (one cache line with the above) */
     float d[64];                 /* the result, row-major, rounded to the destination type */
 } msl_sim_mma;
 typedef struct msl_sim_mma_arg {
     msl_sim_mma *pending;        /* the operand is this pending result (its values: ignored) */
     float v[2];                  /* else the lane's two elements */
 } msl_sim_mma_arg;
-typedef void (*msl_sim_mma_finish)(msl_sim_mma *op);
+/* Computes op->d from the lanes' operands: lane l's a, b and c elements (2 each, as float)
+   are lanes[l * stride + 0..5]. */
+typedef void (*msl_sim_mma_finish)(msl_sim_mma *op, const float *lanes, unsigned long stride);
 /* Returns the op with one reference for the caller; *pos receives the index in the 64
    elements of the caller's first element (its second is *pos + 1). */
 msl_sim_mma *msl_sim_mma_record(const msl_sim_site *site, const msl_sim_mma_arg *args,

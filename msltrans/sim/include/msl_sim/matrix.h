@@ -112,15 +112,16 @@ template <class T> inline msl_sim_mma_arg mma_arg(const thread simdgroup_matrix<
     return arg;
 }
 // Runs once per multiply-accumulate, in the lane that records it last.
-template <class TD> void mma_finish(msl_sim_mma *op) {
+template <class TD> void mma_finish(msl_sim_mma *op, const float *lanes, unsigned long stride) {
     float A[64], B[64], C[64];
     for (uint l = 0; l < MSL_SIM_SIMD_WIDTH; ++l) {
         uint r, c0;
         lane_pos(l, r, c0);
+        const float *q = lanes + l * stride;
         for (uint j = 0; j < 2; ++j) {
-            A[r * 8 + c0 + j] = op->lanes[l][j];
-            B[r * 8 + c0 + j] = op->lanes[l][2 + j];
-            C[r * 8 + c0 + j] = op->lanes[l][4 + j];
+            A[r * 8 + c0 + j] = q[j];
+            B[r * 8 + c0 + j] = q[2 + j];
+            C[r * 8 + c0 + j] = q[4 + j];
         }
     }
     for (uint i = 0; i < 8; ++i) {
