@@ -125,8 +125,9 @@ def read_module(mod: Any) -> Module:
                 for c in children[bid]:
                     preorder(c, out)
 
+    owned = _owned_regions(raw_ops)
     top = [o for o in raw_ops if o.get_name() != "builtin.module" and
-           o.get_block().get_parent().id() not in _owned_regions(raw_ops)]
+           o.get_block().get_parent().id() not in owned]
     order: list[Any] = []
     for o in top:
         preorder(o, order)

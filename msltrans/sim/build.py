@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from msltrans.sim.cache import atomic_write, cache_dir, temp_output
@@ -23,9 +21,10 @@ from msltrans.sim.compiler import (
 from msltrans.sim.discover import find_kernels
 from msltrans.sim.entries import generate_entries
 from msltrans.sim.errors import CompileError
+from msltrans.sim.large import compile_large, is_large
 from msltrans.sim.pch import PCH_CODEGEN, USE_PCH, prelude_pch, split_shim
 from msltrans.sim.prepare import mark_source, rewrite_threadgroup_decls, split_preprocessed
-from msltrans.sim.signatures import KernelSignature
+from msltrans.sim.store import Built, file_hash
 
 # Before the user's source: the ABI (so entries and rewrites can name it even if the
 # shim never includes it) and the entry helpers.
@@ -42,13 +41,6 @@ PROFILE_FLAGS = (
     "-mllvm", "-asan-guard-against-version-mismatch=0", "-mllvm", "-asan-constructor-kind=none",
     "-mllvm", "-asan-opt=0", "-fno-vectorize", "-fno-slp-vectorize",
 )
-
-
-@dataclass
-class Built:
-    library: Path
-    kernels: list[KernelSignature]
-    deps: dict[str, str] = field(default_factory=dict)   # include_dirs headers -> sha256
 
 
 def _safe_name(name: str) -> str:
@@ -122,38 +114,18 @@ def build(source: str, name: str, compiler: Compiler, key: str,
                 *(PROFILE_FLAGS if profile else ()), *includes, *pch_flags,
                 "-o", str(tmp), prepared, "-x", "none", *compiler.link_flags]
         try:
-            _run(argv, work, "compiling", name, keep)
+            def step(args: list[str], what: str) -> str:
+                return _run(args, work, what, name, keep)
+
+            if profile or not is_large(source) or not compile_large(
+                    compiler, [*LANGUAGE_FLAGS, *includes, *pch_flags], list(CODEGEN_FLAGS),
+                    list(compiler.link_flags), prepared, str(tmp), step):
+                _run(argv, work, "compiling", name, keep)
             os.replace(tmp, library)
         finally:
             tmp.unlink(missing_ok=True)
-    deps = {f: _file_hash(f) for f in sorted(pre.files)
+    deps = {f: file_hash(f) for f in sorted(pre.files)
             if not f.startswith(("<", shim_dir)) and f != name and os.path.isfile(f)}
     meta = {"name": name, "kernels": [k.to_json() for k in kernels], "deps": deps}
     atomic_write(out_dir / f"{key}.json", json.dumps(meta).encode())
     return Built(library, kernels, deps)
-
-
-def _file_hash(path: str) -> str:
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        return ""
-
-
-def load_built(key: str) -> Built | None:
-    """A cached build, or None."""
-    out_dir = cache_dir()
-    library, meta_path = out_dir / f"{key}.so", out_dir / f"{key}.json"
-    if not (library.exists() and meta_path.exists()):
-        return None
-    meta = json.loads(meta_path.read_text())
-    # Headers from include_dirs are not in the key: check the ones this build read.
-    deps = meta.get("deps", {})
-    if deps_changed(deps):
-        return None
-    return Built(library, [KernelSignature.from_json(k) for k in meta["kernels"]], deps)
-
-
-def deps_changed(deps: dict[str, str]) -> bool:
-    """Whether any header a build read (from include_dirs) changed since."""
-    return any(_file_hash(path) != digest for path, digest in deps.items())

@@ -28,13 +28,13 @@ from msltrans.sim.args import (
     scalar_region,
     staging_alignment,
 )
-from msltrans.sim.build import build, deps_changed, load_built
 from msltrans.sim.cache import headers_hash, temp_output
 from msltrans.sim.compiler import CODEGEN_FLAGS, LANGUAGE_FLAGS, find_compiler
 from msltrans.sim.entries import entry_symbol
 from msltrans.sim.errors import LaunchError
 from msltrans.sim.faults import raise_report
 from msltrans.sim.signatures import KernelSignature
+from msltrans.sim.store import deps_changed, load_built
 
 MAX_THREADS_PER_THREADGROUP = 1024
 THREAD_EXECUTION_WIDTH = 32
@@ -327,7 +327,11 @@ def compile_shader(source: str, name: str = "shader.metal",
     cached = _loaded.get(key)
     if cached is not None and not (cached.deps and deps_changed(cached.deps)):
         return cached
-    built = load_built(key) or build(source, name, find_compiler(), key, dirs, profile)
+    built = load_built(key)
+    if built is None:
+        from msltrans.sim.build import build  # the compiler side, only for a cache miss
+
+        built = build(source, name, find_compiler(), key, dirs, profile)
     library = Library(built.library, built.kernels, source, Path(name).name, built.deps)
     library.build_args = (source, name, dirs)
     library.profiling = profile

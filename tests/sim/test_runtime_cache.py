@@ -38,12 +38,12 @@ def private_cache(sim, tmp_path, monkeypatch):
 
 
 def _forbid_compiling(monkeypatch) -> None:
-    from msltrans.sim import build, library
+    from msltrans.sim import build
 
     def refuse(*args, **kwargs):
         raise AssertionError("the compiler was invoked for a cached build")
 
-    monkeypatch.setattr(library, "build", refuse)
+    monkeypatch.setattr(build, "build", refuse)
     monkeypatch.setattr(build, "_run", refuse)
 
 
@@ -76,12 +76,12 @@ def test_fresh_process_loads_from_disk_without_compiling(sim, private_cache):
         import sys
         import numpy as np
         import msltrans.sim as sim
-        from msltrans.sim import build, library, native
+        from msltrans.sim import build, native
 
         def refuse(*args, **kwargs):
             raise AssertionError("the compiler was invoked for a cached build")
 
-        library.build = build._run = native._build = refuse
+        build.build = build._run = native._build = refuse
         lib = sim.compile_shader(sys.stdin.read())
         x = np.zeros(4, np.float32)
         lib.plus_k(x, threads=4)
