@@ -123,14 +123,6 @@ def group_regions(bound: list[Bound]) -> list[Region]:
     return regions
 
 
-def staging_alignment(size: int) -> int:
-    """Largest power of two <= 16 dividing size: one element past the end then faults."""
-    align = 16
-    while align > 1 and size % align:
-        align //= 2
-    return align
-
-
 def scalar_region(item: Bound) -> Region:
     region = Region(0, item.size, False)
     region.scalar_bytes = item.scalar

@@ -26,7 +26,6 @@ from msltrans.sim.args import (
     memory_of,
     scalar_bytes,
     scalar_region,
-    staging_alignment,
 )
 from msltrans.sim.cache import headers_hash, temp_output
 from msltrans.sim.compiler import CODEGEN_FLAGS, LANGUAGE_FLAGS, find_compiler
@@ -34,6 +33,7 @@ from msltrans.sim.entries import entry_symbol
 from msltrans.sim.errors import LaunchError
 from msltrans.sim.faults import raise_report
 from msltrans.sim.signatures import KernelSignature
+from msltrans.sim.staging import POOL
 from msltrans.sim.store import deps_changed, load_built
 
 MAX_THREADS_PER_THREADGROUP = 1024
@@ -237,14 +237,13 @@ class Kernel:
         finally:
             for region in regions:
                 if region.map_base.value:
-                    lib.msl_sim_unmap(region.map_base, region.map_len)
+                    POOL.release(lib, region.size, region.map_base.value,
+                                 region.map_len.value, region.data)
 
 
 def _map(lib: ctypes.CDLL, region: Region) -> None:
-    data = lib.msl_sim_map_guarded(region.size, staging_alignment(region.size),
-                                   ctypes.byref(region.map_base), ctypes.byref(region.map_len))
-    if not data:
-        raise MemoryError(f"cannot map a {region.size}-byte staging buffer")
+    base, length, data = POOL.acquire(lib, region.size)
+    region.map_base, region.map_len = ctypes.c_void_p(base), ctypes.c_ulong(length)
     region.data = data
     if region.scalar_bytes is not None:
         ctypes.memmove(data, region.scalar_bytes, region.size)

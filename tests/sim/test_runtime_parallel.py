@@ -128,3 +128,24 @@ def test_time_limit_stops_every_worker(lib, monkeypatch):
         lib.spin(flag, threads=4, group_size=1, timeout=0.3)   # both workers spin
     flag[0] = 1   # the library still works afterwards, on both workers
     lib.spin(flag, threads=4, group_size=1, timeout=5.0)
+
+
+STALE = HEADER + """
+kernel void poke_before(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+    if (i == 0) out[-1] = 7.0f;   // in the staging padding: not caught (docs/simulator.md)
+}
+kernel void peek_before(device const float* x [[buffer(0)]], device float* y [[buffer(1)]]) {
+    y[0] = x[-1];
+}
+"""
+
+
+def test_reused_staging_reads_like_a_fresh_one():
+    # Staging mappings are pooled across dispatches (msltrans/sim/staging.py): a buffer of the
+    # same size reuses one, and what a kernel scribbled in its padding must not show through.
+    lib = sim.compile_shader(STALE)
+    for _ in range(3):
+        lib.poke_before(np.zeros(100, np.float32), threads=32, group_size=32)
+        y = np.full(1, np.nan, np.float32)
+        lib.peek_before(np.zeros(100, np.float32), y, threads=1, group_size=1)
+        assert y[0] == 0.0

@@ -182,44 +182,51 @@ static void mismatch(msl_sim_worker *w, msl_sim_fiber *f, const mma_op *op, unsi
     fail(w, f, msg);
 }
 
+static inline __attribute__((always_inline)) void put(operand *slot, mma_op *op,
+                                                      const msl_sim_mma_arg *arg, unsigned x,
+                                                      unsigned lane, unsigned pos) {
+    msl_sim_mma *src = arg->pending;
+    if (__builtin_expect(!src, 1)) {
+        slot->v[0] = arg->v[0];
+        slot->v[1] = arg->v[1];
+    } else if (src->done) {
+        slot->v[0] = src->d[pos];
+        slot->v[1] = src->d[pos + 1];
+    } else {
+        slot->pending = src;
+        op->pending[x] |= 1u << lane;
+        src->refs++;
+    }
+}
+
 msl_sim_mma *msl_sim_mma_record(const msl_sim_site *site, const msl_sim_mma_arg *args,
                                 msl_sim_mma_finish finish, unsigned *pos_out) {
     msl_sim_worker *w = msl_sim_self();
     msl_sim_fiber *f = msl_sim_self_fiber(w);
     msl_sim_simdgroup *sg = &w->sgs[f->sg];
-    if (__builtin_expect(w->profile != NULL, 0))
-        msl_sim_profile_note_caller(w, f, __builtin_frame_address(0));
-    if (__builtin_expect(!f->full_sg || w->profile, 0)) msl_sim_matrix_note(w, f, site);
-    sg->matrix_used = 1;
+    if (__builtin_expect(w->profile != NULL || !f->full_sg, 0)) {
+        if (w->profile) msl_sim_profile_note_caller(w, f, __builtin_frame_address(0));
+        msl_sim_matrix_note(w, f, site);
+    }
     unsigned k = f->mma_seq++;
     mma_op *op;
-    if (__builtin_expect(k == sg->n_ops, 0)) {
-        op = new_op(w, f, sg, k, site, finish);
-    } else {
+    if (__builtin_expect(k < sg->n_ops, 1)) {
         op = sg->ops[k];
         if (__builtin_expect(op->finish != finish || op->site_line != site->line ||
                              op->site_column != site->column, 0) ||
             (op->site_file != site->file &&
              (!op->site_file || !site->file || strcmp(op->site_file, site->file))))
             mismatch(w, f, op, k, site);
+    } else {
+        op = new_op(w, f, sg, k, site, finish);
+        sg->matrix_used = 1;
     }
     unsigned lane = f->lane, pos = LANE_INDEX[lane];
     mma_block *block = sg->blocks[k / BLOCK_OPS];
     operand *mine = block->lanes[lane][k % BLOCK_OPS];
-    for (unsigned x = 0; x < 3; x++) {
-        msl_sim_mma *src = args[x].pending;
-        if (__builtin_expect(!src, 1)) {
-            mine[x].v[0] = args[x].v[0];
-            mine[x].v[1] = args[x].v[1];
-        } else if (src->done) {
-            mine[x].v[0] = src->d[pos];
-            mine[x].v[1] = src->d[pos + 1];
-        } else {
-            mine[x].pending = src;
-            op->pending[x] |= 1u << lane;
-            src->refs++;
-        }
-    }
+    put(&mine[0], op, &args[0], 0, lane, pos);
+    put(&mine[1], op, &args[1], 1, lane, pos);
+    put(&mine[2], op, &args[2], 2, lane, pos);
     op->refs++;
     if (++op->arrived == MSL_SIM_SIMD_WIDTH) complete(w, f, op, block);
     *pos_out = pos;
