@@ -149,3 +149,39 @@ def test_reused_staging_reads_like_a_fresh_one():
         y = np.full(1, np.nan, np.float32)
         lib.peek_before(np.zeros(100, np.float32), y, threads=1, group_size=1)
         assert y[0] == 0.0
+
+
+def test_a_forked_child_dispatches(lib, monkeypatch):
+    """The worker pool does not survive fork(): a child must start its own, and keep its
+    time limit (multiprocessing's default start method on Linux forks)."""
+    import os
+
+    monkeypatch.setenv("MSLTRANS_SIM_THREADS", "2")
+    flag = np.zeros(1, np.int32)
+    lib.spin(np.ones(1, np.int32), threads=4, group_size=1)   # the pool is running
+    pid = os.fork()
+    if pid == 0:   # the child: exit status 0 only if both dispatches behave
+        code = 1
+        try:
+            lib.count(np.zeros(1, np.uint32), np.zeros(1, np.float32), np.zeros(1, np.int32),
+                      threads=256, group_size=32)
+            try:
+                lib.spin(flag, threads=2, group_size=1, timeout=0.3)
+            except sim.KernelTimeoutError:
+                code = 0
+        finally:
+            os._exit(code)
+    import signal
+    import time
+
+    deadline = time.monotonic() + 60
+    while True:   # a child stuck waiting for the parent's worker threads must not hang CI
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    if not done:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child's dispatch hung")
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0

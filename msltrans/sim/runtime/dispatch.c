@@ -37,6 +37,15 @@ static struct {
     int stop;
 } job;
 
+/* A child forked after the pool started has none of its threads: start again from one. */
+static void forked_child(void) {
+    pool_started = 1;
+    pthread_mutex_init(&lock, NULL);
+    pthread_cond_init(&wake, NULL);
+    pthread_cond_init(&done, NULL);
+    msl_sim_timer_forget();
+}
+
 static msl_sim_worker *worker(unsigned i) {
     if (!workers[i]) {
         workers[i] = calloc(1, sizeof(msl_sim_worker));
@@ -142,6 +151,8 @@ static void *pool_main(void *arg) {
     }
     return NULL;
 }
+
+static void register_atfork(void) { pthread_atfork(NULL, NULL, forked_child); }
 
 static unsigned cpu_count(void) {
     cpu_set_t set;
@@ -255,6 +266,8 @@ int msl_sim_dispatch(const msl_sim_launch *launch, msl_sim_report *report) {
     job.stop = 0;
     job.deadline_ns = launch->timeout_ms ? msl_sim_now_ns() + launch->timeout_ms * 1000000ull : 0;
     msl_sim_signals_enter();
+    static pthread_once_t atfork = PTHREAD_ONCE_INIT;
+    pthread_once(&atfork, register_atfork);
     pthread_mutex_lock(&lock);
     while (pool_started < n_workers) {
         if (pthread_create(&pool[pool_started], NULL, pool_main, workers[pool_started])) break;

@@ -156,6 +156,9 @@ int msl_sim_timer_arm(unsigned long long deadline_ns) {
     return timer_settime(thread_timer, TIMER_ABSTIME, &spec, NULL);
 }
 
+/* After fork: the child has no timers (this thread's timer id is not valid there). */
+void msl_sim_timer_forget(void) { thread_timer_made = 0; }
+
 void msl_sim_timer_disarm(void) {
     struct itimerspec spec;
     memset(&spec, 0, sizeof spec);

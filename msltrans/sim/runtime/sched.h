@@ -171,6 +171,7 @@ void msl_sim_signals_leave(void);
 void msl_sim_worker_signals(msl_sim_worker *w);
 int msl_sim_timer_arm(unsigned long long deadline_ns);
 void msl_sim_timer_disarm(void);
+void msl_sim_timer_forget(void);
 unsigned long long msl_sim_now_ns(void);
 
 /* cas_spurious.c */
