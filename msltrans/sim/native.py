@@ -9,7 +9,7 @@ import os
 import subprocess
 
 from msltrans.sim.cache import cache_dir, runtime_sources, temp_output, tree_hash
-from msltrans.sim.compiler import find_compiler, shell_command
+from msltrans.sim.compiler import TARGET_FLAGS, find_compiler, shell_command
 from msltrans.sim.errors import CompileError
 
 ABI_VERSION = 2
@@ -61,7 +61,7 @@ def _build(path: os.PathLike[str]) -> None:
     compiler = find_compiler()
     sources = [str(p) for p in runtime_sources() if p.suffix in (".c", ".S")]
     tmp = temp_output(cache_dir() / os.path.basename(path))
-    argv = [*compiler.c_argv(), "-O2", "-fPIC", "-shared", "-g", "-U_FORTIFY_SOURCE",
+    argv = [*compiler.c_argv(), "-O2", *TARGET_FLAGS, "-fPIC", "-shared", "-g", "-U_FORTIFY_SOURCE",
             "-fno-stack-protector", "-pthread", "-o", str(tmp), *sources]
     result = subprocess.run(argv, capture_output=True, text=True)
     if result.returncode != 0:
@@ -76,7 +76,8 @@ def runtime() -> ctypes.CDLL:
     """Build (once per compiler and runtime version) and load libmslsim."""
     compiler = find_compiler()
     abi = runtime_sources()[0].parent.parent / "include" / "msl_sim" / "abi.h"
-    key = tree_hash([*runtime_sources(), abi])[:16] + "-" + compiler.identity[:12]
+    key = (tree_hash([*runtime_sources(), abi])[:16] + "-" + compiler.identity[:12]
+           + "".join(f"-{f.split('=')[-1]}" for f in TARGET_FLAGS))
     path = cache_dir() / f"libmslsim-{key}.so"
     if not path.exists():
         _build(path)
