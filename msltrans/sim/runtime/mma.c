@@ -132,10 +132,10 @@ static void complete(msl_sim_worker *w, msl_sim_fiber *f, mma_op *op, mma_block 
     op->done = 1;
     if (w->profile) msl_sim_profile_mma(w, NULL);
     if (op->waiters) {
-        msl_sim_fiber *lanes = &w->fibers[f->sg * MSL_SIM_SIMD_WIDTH];
-        for (unsigned l = 0; l < MSL_SIM_SIMD_WIDTH; l++)
-            if (lanes[l].state == MSL_SIM_WAIT_MMA && lanes[l].wait_op == (msl_sim_mma *)op)
-                lanes[l].state = MSL_SIM_READY;
+        unsigned first = f->sg * MSL_SIM_SIMD_WIDTH;
+        for (unsigned l = first; l < first + MSL_SIM_SIMD_WIDTH; l++)
+            if (w->state[l] == MSL_SIM_WAIT_MMA && w->fibers[l].wait_op == (msl_sim_mma *)op)
+                w->state[l] = MSL_SIM_READY;
         op->waiters = 0;
     }
 }
@@ -237,7 +237,7 @@ unsigned msl_sim_mma_wait(msl_sim_mma *h, const msl_sim_site *site) {
     msl_sim_worker *w = msl_sim_self();
     msl_sim_fiber *f = msl_sim_self_fiber(w);
     if (!h->done) {
-        f->state = MSL_SIM_WAIT_MMA;
+        w->state[f - w->fibers] = MSL_SIM_WAIT_MMA;
         f->site = site;
         f->wait_op = h;
         ((mma_op *)h)->waiters++;

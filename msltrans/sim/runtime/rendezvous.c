@@ -148,7 +148,7 @@ static void simd_divergence(msl_sim_worker *w, msl_sim_simdgroup *sg, unsigned i
     const msl_sim_site *site = NULL;
     for (unsigned i = first; i < end; i++) {
         msl_sim_fiber *f = &w->fibers[i];
-        if (f->state != MSL_SIM_WAIT_SIMD) continue;
+        if (w->state[i] != MSL_SIM_WAIT_SIMD) continue;
         if (site && !same_site(site, f->site)) {
             char a[256], b[256], msg[700];
             describe_site(a, sizeof a, site);
@@ -176,8 +176,8 @@ void msl_sim_release_simd(msl_sim_worker *w, msl_sim_simdgroup *sg, unsigned ind
     sg->gen++;
     sg->waiting = 0;
     sg->waiting_mask = 0;
-    msl_sim_fiber *lanes = &w->fibers[index * MSL_SIM_SIMD_WIDTH];
-    for (; mask; mask &= mask - 1) lanes[__builtin_ctz(mask)].state = MSL_SIM_READY;
+    unsigned char *state = &w->state[index * MSL_SIM_SIMD_WIDTH];
+    for (; mask; mask &= mask - 1) state[__builtin_ctz(mask)] = MSL_SIM_READY;
 }
 
 static inline __attribute__((always_inline)) const void *exchange(
@@ -193,7 +193,7 @@ static inline __attribute__((always_inline)) const void *exchange(
     else if (size > MSL_SIM_EXCHANGE_BYTES)
         fail_here(w, f, MSL_SIM_ERR_FAIL, "SIMD op payload larger than MSL_SIM_EXCHANGE_BYTES");
     else if (size) memcpy(slot, data, size);
-    f->state = MSL_SIM_WAIT_SIMD;
+    w->state[f - w->fibers] = MSL_SIM_WAIT_SIMD;
     f->site = site;
     if (!sg->waiting) sg->site0 = site;
     else if (!same_site_fast(sg->site0, site)) sg->site_mismatch = 1;
@@ -230,7 +230,7 @@ void msl_sim_threadgroup_barrier(const msl_sim_site *site, unsigned flags) {
     msl_sim_worker *w = msl_sim_self();
     msl_sim_fiber *f = msl_sim_self_fiber(w);
     if (w->profile) msl_sim_profile_note_caller(w, f, __builtin_frame_address(0));
-    f->state = MSL_SIM_WAIT_TG;
+    w->state[f - w->fibers] = MSL_SIM_WAIT_TG;
     f->site = site;
     if (!w->tg_waiting) w->tg_site0 = site;
     else if (!same_site_fast(w->tg_site0, site)) w->tg_mismatch = 1;
@@ -244,7 +244,7 @@ void msl_sim_threadgroup_barrier(const msl_sim_site *site, unsigned flags) {
             if (w->sgs[s].matrix_used && matrix_sync(w, s)) msl_sim_abort_group(w);
         if (w->profile) msl_sim_profile_barrier(w, site);
         w->tg_waiting = 0;
-        for (unsigned i = 0; i < w->n; i++) w->fibers[i].state = MSL_SIM_READY;
+        memset(w->state, MSL_SIM_READY, w->n);
     }
     msl_sim_block(w);
 }
@@ -256,7 +256,7 @@ int msl_sim_report_deadlock(msl_sim_worker *w) {
     unsigned first_done = 0;
     for (unsigned i = 0; i < w->n; i++) {
         msl_sim_fiber *f = &w->fibers[i];
-        if (f->state == MSL_SIM_DONE) {
+        if (w->state[i] == MSL_SIM_DONE) {
             if (!done++) first_done = i;
             continue;
         }
@@ -275,7 +275,8 @@ int msl_sim_report_deadlock(msl_sim_worker *w) {
         char where[256], what[300] = "";
         describe_site(where, sizeof where, sites[s]);
         const msl_sim_fiber *f = &w->fibers[first_thread[s]];
-        if (f->state == MSL_SIM_WAIT_MMA) msl_sim_mma_describe(f->wait_op, what, sizeof what);
+        if (w->state[first_thread[s]] == MSL_SIM_WAIT_MMA)
+            msl_sim_mma_describe(f->wait_op, what, sizeof what);
         len += snprintf(msg + len, sizeof msg - len, " %u thread(s) wait at %s%s (first: thread %u);",
                         counts[s], where, what, first_thread[s]);
     }

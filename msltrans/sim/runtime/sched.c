@@ -113,7 +113,7 @@ static void fiber_main(void *arg) {
     msl_sim_worker *w = arg;
     msl_sim_fiber *f = &w->fibers[w->current];
     w->launch->entry(w->launch->buffers, w->tg_ptrs, &f->info);
-    f->state = MSL_SIM_DONE;
+    w->state[f - w->fibers] = MSL_SIM_DONE;
     w->live--;
     unsigned index = f->sg;
     msl_sim_simdgroup *sg = &w->sgs[index];
@@ -167,7 +167,7 @@ static void init_group(msl_sim_worker *w, const unsigned group[3], const unsigne
         f->lane = i % MSL_SIM_SIMD_WIDTH;
         f->sg = i / MSL_SIM_SIMD_WIDTH;
         f->full_sg = w->sgs[f->sg].lanes == MSL_SIM_SIMD_WIDTH;
-        f->state = MSL_SIM_READY;
+        w->state[i] = MSL_SIM_READY;
         f->site = NULL;
         f->matrix_count = 0;
         f->matrix_hash = 0;
@@ -193,7 +193,7 @@ int msl_sim_run_group(msl_sim_worker *w, const unsigned group[3], const unsigned
     int first = msl_sim_next_ready(w);
     if (first >= 0) {
         w->current = first;
-        w->fibers[first].state = MSL_SIM_RUNNING;
+        w->state[first] = MSL_SIM_RUNNING;
         w->in_kernel = 1;
         msl_sim_context_switch(&w->sched_ctx, &w->fibers[first].ctx);
         w->in_kernel = 0;

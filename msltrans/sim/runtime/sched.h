@@ -32,7 +32,6 @@ enum { MSL_SIM_READY, MSL_SIM_RUNNING, MSL_SIM_WAIT_SIMD, MSL_SIM_WAIT_TG, MSL_S
 typedef struct msl_sim_fiber {
     /* first cache line: what every rendezvous and matrix op touches */
     msl_sim_context ctx;
-    unsigned state;
     unsigned lane, sg;                /* thread_index_in_simdgroup, simdgroup index */
     unsigned mma_seq;                 /* multiply-accumulates recorded (mma.c) */
     unsigned matrix_count;            /* simdgroup_matrix loads/stores since the last rendezvous */
@@ -91,6 +90,9 @@ typedef struct msl_sim_worker {
     struct mma_chunk *mma_chunks;
     unsigned long mma_live;
     unsigned order[MSL_SIM_MAX_THREADS];
+    /* Each fiber's state (MSL_SIM_READY, ...), apart from the fibers: scanning for the next
+       ready one and releasing a barrier touch a few cache lines, not one per thread. */
+    unsigned char state[MSL_SIM_MAX_THREADS];
     msl_sim_fiber fibers[MSL_SIM_MAX_THREADS];
     msl_sim_simdgroup sgs[MSL_SIM_MAX_SIMDGROUPS];
     msl_sim_slots slots[MSL_SIM_MAX_SIMDGROUPS] __attribute__((aligned(64)));
@@ -124,7 +126,7 @@ static inline int msl_sim_next_ready(msl_sim_worker *w) {
     for (;;) {
         while (++w->pos < w->n) {
             unsigned i = w->order[w->pos];
-            if (w->fibers[i].state == MSL_SIM_READY) {
+            if (w->state[i] == MSL_SIM_READY) {
                 w->progress = 1;
                 return (int)i;
             }
@@ -142,13 +144,13 @@ static inline void msl_sim_block(msl_sim_worker *w) {
     msl_sim_fiber *self = &w->fibers[w->current];
     int next = w->report.kind ? -1 : msl_sim_next_ready(w);
     if (next == w->current) {
-        self->state = MSL_SIM_RUNNING;
+        w->state[w->current] = MSL_SIM_RUNNING;
         return;
     }
     msl_sim_context *to = &w->sched_ctx;
     if (next >= 0) {
         w->current = next;
-        w->fibers[next].state = MSL_SIM_RUNNING;
+        w->state[next] = MSL_SIM_RUNNING;
         to = &w->fibers[next].ctx;
     }
     msl_sim_context_switch(&self->ctx, to);
