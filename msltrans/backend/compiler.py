@@ -63,6 +63,7 @@ def make_msl(mod: Any, metadata: dict[str, Any], opt: Any) -> str:
     metadata["num_warps"] = int(program.num_warps)
     metadata["threads_per_group"] = int(program.threads_per_group)
     metadata["params"] = _param_dicts(program)
+    metadata["buffer_alignment"] = [list(pair) for pair in program.buffer_alignment]
     if getattr(program, "debug_sites", ()):  # tl.device_print / device_assert: hidden buffer
         metadata["msl_debug_sites"] = list(program.debug_sites)
     return program.source

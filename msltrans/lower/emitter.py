@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
+from msltrans.analysis.axis_info import AxisAnalysis
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir.model import Block, Op, Value
 from msltrans.ir.types import TensorType
@@ -55,6 +56,11 @@ class Emitter:
         self.scratch_bytes = 0
         self.op: Op | None = None  # the op being lowered (for error locations)
         self.prelude: list[str] = []  # program-scope MSL (constant tables), emitted once
+        # Axis facts of the function being emitted (msltrans.analysis.axis_info), when known:
+        # they let loads and stores go vector-wide (vector_access.py).
+        self.axis: AxisAnalysis | None = None
+        # buffer index -> alignment in bytes the emitted accesses assume (MslProgram).
+        self.buffer_alignment: dict[int, int] = {}
 
     # ---- names -----------------------------------------------------------------------
     def fresh(self, hint: str | None) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from msltrans.analysis.axis_info import AxisAnalysis
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir.model import Function, Module
 from msltrans.ir.types import PointerType, ScalarType
@@ -71,6 +72,7 @@ def lower_module(module: Module, kernel: str | None = None, *,
         raise MetalNonRecoverableError(f"{threads} threads per threadgroup",
                                        location=fn.loc.short(), hint="num_warps <= 32")
     em = Emitter(enable_fp_fusion=enable_fp_fusion)
+    em.axis = AxisAnalysis(fn)
     params, decls = _params(fn, em)
     ops_debug.begin(em, fn.name)
     for block in fn.body.blocks:
@@ -92,4 +94,5 @@ def lower_module(module: Module, kernel: str | None = None, *,
     return MslProgram(
         source=source, kernel_name=name, num_warps=module.num_warps, threads_per_group=threads,
         params=tuple(params), shared_bytes=scratch_bytes,
-        layouts=tuple(ref.encoding for ref in em.layouts.all()), debug_sites=debug_sites)
+        layouts=tuple(ref.encoding for ref in em.layouts.all()), debug_sites=debug_sites,
+        buffer_alignment=tuple(sorted((i, a) for i, a in em.buffer_alignment.items() if a > 1)))

@@ -42,6 +42,11 @@ class LayoutRef:
     def owns_fn(self) -> str:
         return f"{self.name}_owns"
 
+    @property
+    def owns_all(self) -> bool:
+        """No replicas: every (register, lane, warp) owns its element."""
+        return not any(self.ll.free_masks())
+
     def terms(self, value_of) -> list[XorTerm]:  # noqa: ANN001 - basis → int
         out = []
         for var, kind in _KINDS:

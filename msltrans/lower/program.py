@@ -31,6 +31,10 @@ class MslProgram:
     # tt.print / tt.assert sites (JSON dicts, msltrans/runtime/debug_buffer.py); when not
     # empty the kernel takes one more buffer, `debug_buffer_index`, after `params`
     debug_sites: tuple[dict[str, Any], ...] = field(default=(), hash=False)
+    # (buffer index, bytes): vector accesses assume these buffers aligned so (the launcher
+    # specialised the pointer from its address); engines that place buffers themselves (the
+    # simulator) must keep that alignment.
+    buffer_alignment: tuple[tuple[int, int], ...] = ()
 
     @property
     def debug_buffer_index(self) -> int | None:

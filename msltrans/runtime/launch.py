@@ -199,6 +199,11 @@ class Launcher:
         self.name = metadata.name
         # tl.device_print / device_assert: one hidden buffer after the kernel's own
         self.debug = DebugBuffer.from_metadata(metadata)
+        # The simulator places buffers itself: it must keep the alignment the kernel was
+        # specialised on (MslProgram.buffer_alignment). Metal buffers keep it by themselves.
+        alignment = {int(i): int(a) for i, a in getattr(metadata, "buffer_alignment", None) or ()}
+        self.engine_kwargs = ({"buffer_alignment": alignment}
+                              if alignment and engine.name == "sim" else {})
 
     @staticmethod
     def _arg_names(src: Any, count: int) -> list[str]:
@@ -235,7 +240,8 @@ class Launcher:
             debug = self.debug.allocate(self.engine.device_type) if self.debug else None
             extra = () if debug is None else (debug,)
             function(*bound, *extra, threads=self.threads(grid_x, grid_y, grid_z),
-                     group_size=self.group_size, arg_casts=self.arg_casts)
+                     group_size=self.group_size, arg_casts=self.arg_casts,
+                     **self.engine_kwargs)
             if debug is not None:
                 self.debug.report(debug)  # reads the buffer back (waits for the dispatch)
         if exit_hook is not None:

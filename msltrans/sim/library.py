@@ -20,8 +20,11 @@ from typing import Any
 
 from msltrans.sim import native
 from msltrans.sim.args import (
+    SLACK_BYTE,
     Bound,
     Region,
+    alignment_slack,
+    check_slack,
     group_regions,
     memory_of,
     scalar_bytes,
@@ -82,10 +85,15 @@ class Kernel:
                  group_size: int | tuple[int, ...] | None = None,
                  arg_casts: str | dict[int, str] | None = None, schedule: str = "forward",
                  seed: int = 0, threadgroup_memory: dict[int, int] | list[int] | None = None,
-                 timeout: float | None = DEFAULT_TIMEOUT_S) -> None:
+                 timeout: float | None = DEFAULT_TIMEOUT_S,
+                 buffer_alignment: dict[int, int] | None = None) -> None:
+        """`buffer_alignment` ({buffer index: bytes}, an extension): buffers whose staging
+        copy must keep the host address's alignment (the kernel was specialised on it)."""
         if schedule not in native.SCHEDULES:
             raise LaunchError(f"schedule must be one of {sorted(native.SCHEDULES)}")
         bound, scalars = self._bind(args, arg_casts)
+        for item in bound:
+            item.align = int((buffer_alignment or {}).get(item.index, 1))
         if threads is None:
             first = next((a for a in args if memory_of(a, 0) is not None), None)
             if first is None:
@@ -169,6 +177,7 @@ class Kernel:
             for region in regions:
                 if region.copy_back:
                     ctypes.memmove(region.host_start, region.data, region.size)
+            check_slack(regions, bound)
             if report.kind:
                 raise_report(report, self.signature, bound + scalars, str(self.library.path),
                              self.library.sources)
@@ -179,11 +188,15 @@ class Kernel:
 
 
 def _map(lib: ctypes.CDLL, region: Region) -> None:
-    data = lib.msl_sim_map_guarded(region.size, staging_alignment(region.size),
+    region.slack = alignment_slack(region)
+    align = 1 if region.slack else staging_alignment(region.size)
+    data = lib.msl_sim_map_guarded(region.size + region.slack, align,
                                    ctypes.byref(region.map_base), ctypes.byref(region.map_len))
     if not data:
         raise MemoryError(f"cannot map a {region.size}-byte staging buffer")
     region.data = data
+    if region.slack:
+        ctypes.memset(data + region.size, SLACK_BYTE, region.slack)
     if region.scalar_bytes is not None:
         ctypes.memmove(data, region.scalar_bytes, region.size)
     elif region.size:

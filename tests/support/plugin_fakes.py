@@ -30,6 +30,7 @@ class FakeProgram:
     threads_per_group: int
     params: tuple[FakeParam, ...]
     shared_bytes: int = 0
+    buffer_alignment: tuple[tuple[int, int], ...] = ()
 
 
 _CASTS = {"i32": "int32", "i1": "uint8", "i8": "int8", "i16": "int16"}

@@ -45,9 +45,24 @@ def signature_of(fn: Any, args: tuple, constexprs: dict) -> dict[str, str]:
     return sig
 
 
+def divisible_by_16(fn: Any, args: tuple, constexprs: dict) -> tuple[str, ...]:
+    """The arguments Triton's launcher would specialise as multiples of 16: arrays whose
+    address is, and integers that are (as `tt.divisibility = 16`)."""
+    names = [n for n in fn.arg_names if n not in constexprs]
+    out = []
+    for name, a in zip(names, args, strict=True):
+        if isinstance(a, np.ndarray) and a.ctypes.data % 16 == 0:
+            out.append(name)
+        elif isinstance(a, int) and not isinstance(a, bool) and a % 16 == 0:
+            out.append(name)
+    return tuple(out)
+
+
 def compile_kernel(fn: Any, args: tuple, num_warps: int = 4, **constexprs: Any) -> MslProgram:
     sig = signature_of(fn, args, constexprs)
-    return lower_module(read_module(to_ttgir(fn, sig, constexprs, num_warps)))
+    div = divisible_by_16(fn, args, constexprs)
+    return lower_module(read_module(to_ttgir(fn, sig, constexprs, num_warps,
+                                             divisible_by_16=div)))
 
 
 def compile_ttgir(path: str | Path) -> MslProgram:
@@ -97,7 +112,8 @@ def dispatch(program: MslProgram, grid: tuple[int, ...], args: tuple) -> None:
     t = program.threads_per_group
     lib = sim.compile_shader(program.source)
     kernel = getattr(lib, program.kernel_name)
-    kernel(*args, threads=(gx * t, gy, gz), group_size=(t, 1, 1), arg_casts=program.arg_casts)
+    kernel(*args, threads=(gx * t, gy, gz), group_size=(t, 1, 1), arg_casts=program.arg_casts,
+           buffer_alignment=dict(program.buffer_alignment))
 
 
 def run_kernel(fn: Any, grid: tuple[int, ...], *args: Any, num_warps: int = 4,
