@@ -142,6 +142,8 @@ MSL_D uint mulhi(uint a, uint b) { return __umulhi(a, b); }
 MSL_D int mulhi(int a, int b) { return __mulhi(a, b); }
 
 namespace precise {
+MSL_D float fmax(float x, float y) { return fmaxf(x, y); }
+MSL_D float fmin(float x, float y) { return fminf(x, y); }
 MSL_D float exp(float x) { return expf(x); }
 MSL_D float exp2(float x) { return exp2f(x); }
 MSL_D float log(float x) { return logf(x); }
@@ -160,7 +162,9 @@ MSL_D float exp(float x) { return __expf(x); }
 MSL_D float exp2(float x) { return exp2f(x); }  // ex2.approx.ftz under -use_fast_math only
 MSL_D float log(float x) { return __logf(x); }
 MSL_D float log2(float x) { return __log2f(x); }
-MSL_D float sqrt(float x) { return __fsqrt_rn(x); }
+MSL_D float rsqrt(float x) { return rsqrtf(x); }
+// Metal: "implemented as x * rsqrt(x) with special cases handled correctly"
+MSL_D float sqrt(float x) { return (x == 0.0f || isinf(x)) ? x : x * rsqrtf(x); }
 MSL_D float divide(float x, float y) { return __fdividef(x, y); }
 MSL_D float sin(float x) { return __sinf(x); }
 MSL_D float cos(float x) { return __cosf(x); }

@@ -159,8 +159,14 @@ def main() -> int:
     results = []
     for entry in manifest:
         case = CASES[entry["index"]]
-        verdict = check_case(r, case, entry)
-        rows = time_case(r, case, entry, a.quick)
+        try:
+            verdict = check_case(r, case, entry)
+            rows = time_case(r, case, entry, a.quick)
+        except Exception:  # noqa: BLE001 - one broken case must not lose the others
+            import traceback
+
+            print(f"\n## {case.name}: FAILED\n{traceback.format_exc()}")
+            continue
         results.append({"case": case.name, "metric": case.metric, "goal": case.goal,
                         "check": verdict, "rows": rows})
         print(f"\n## {case.name} ({case.metric}; goal {case.goal})")

@@ -68,19 +68,22 @@ class AxisInfo:
 
     def join(self, other: AxisInfo) -> AxisInfo:
         """What holds for both (loop-carried values, if/else results)."""
-        div = tuple(_div_join(self, other, d) for d in range(self.rank))
+        contig = tuple(map(gcd, self.contiguity, other.contiguity))
+        div = tuple(gcd(div_at(self, d, c), div_at(other, d, c)) for d, c in enumerate(contig))
         same = self.constant if self.constant == other.constant else None
-        return AxisInfo(tuple(map(gcd, self.contiguity, other.contiguity)), div,
-                        tuple(map(gcd, self.constancy, other.constancy)), same)
+        return AxisInfo(contig, div, tuple(map(gcd, self.constancy, other.constancy)), same)
 
 
-def _div_join(a: AxisInfo, b: AxisInfo, d: int) -> int:
-    # Chunks of different lengths start at different places: a start of one may be inside a
-    # chunk of the other, where only divisibility by the chunk length itself survives.
-    ca, cb = a.contiguity[d], b.contiguity[d]
-    if ca == cb or MAX in (ca, cb):
-        return gcd(a.divisibility[d], b.divisibility[d])
-    return gcd(a.divisibility[d], b.divisibility[d], ca, cb)
+def div_at(a: AxisInfo, d: int, chunk: int) -> int:
+    """What divides the value at the start of every `chunk`-long group along d (groups at
+    multiples of `chunk`). Inside one of `a`'s contiguous runs the values step by 1, so a
+    start that is not a run start keeps only the divisibility by the chunk length itself:
+    a result whose runs are shorter than an operand's must not inherit that operand's
+    divisibility as it is (Triton's rules do in places; these do not)."""
+    c, v = a.contiguity[d], a.divisibility[d]
+    if c == MAX or chunk >= c:
+        return v
+    return gcd(v, chunk)
 
 
 def _shape(v: Value) -> tuple[int, ...]:
@@ -228,7 +231,8 @@ def _add(op: Op, ins: list[AxisInfo]) -> AxisInfo:
         return max(gcd(a.constancy[d], b.contiguity[d]), gcd(a.contiguity[d], b.constancy[d]))
 
     def div(d: int) -> int:
-        return gcd(a.divisibility[d], min(b.divisibility[d] * scale, MAX))
+        c = contig(d)
+        return gcd(div_at(a, d, c), min(div_at(b, d, c) * scale, MAX))
 
     const = None if op.name == "tt.addptr" else _both(
         a, b, (lambda x, y: x - y) if sub else (lambda x, y: x + y))
@@ -300,7 +304,10 @@ def _rem(op: Op, ins: list[AxisInfo]) -> AxisInfo:
         return 1
 
     def div(d: int) -> int:
-        return gcd(a.divisibility[d], b.divisibility[d]) if b.constancy[d] > 1 else 1
+        if b.constancy[d] == 1:
+            return 1
+        c = contig(d)
+        return gcd(div_at(a, d, c), div_at(b, d, 1))
 
     def const(d: int) -> int:
         return shape[d] if b.constant == 1 else gcd(a.constancy[d], b.constancy[d])
@@ -359,9 +366,8 @@ def _minmax(op: Op, ins: list[AxisInfo]) -> AxisInfo:
         pick = max if "max" in op.name else min
         return AxisInfo((1,) * a.rank, (1,) * a.rank, (1,) * a.rank,
                         pick(a.constant, b.constant))
-    return AxisInfo(tuple(map(gcd, a.contiguity, b.contiguity)),
-                    tuple(_div_join(a, b, d) for d in range(a.rank)),
-                    tuple(map(gcd, a.constancy, b.constancy)))
+    joined = a.join(b)
+    return AxisInfo(joined.contiguity, joined.divisibility, joined.constancy)
 
 
 _LT, _LE, _GT, _GE = {2, 6}, {3, 7}, {4, 8}, {5, 9}  # slt/ult, sle/ule, sgt/ugt, sge/uge
@@ -401,8 +407,8 @@ def _select(op: Op, ins: list[AxisInfo]) -> AxisInfo:
         contig.append(gcd(a.contiguity[d], b.contiguity[d], cc))
         const.append(gcd(a.constancy[d], b.constancy[d], cc))
     same = a.constant if a.constant is not None and a.constant == b.constant else None
-    return AxisInfo(tuple(contig), tuple(_div_join(a, b, d) for d in range(rank)),
-                    tuple(const), same)
+    div = tuple(gcd(div_at(a, d, c), div_at(b, d, c)) for d, c in enumerate(contig))
+    return AxisInfo(tuple(contig), div, tuple(const), same)
 
 
 @_rule("tt.load")

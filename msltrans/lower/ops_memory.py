@@ -68,6 +68,7 @@ def load(em: Emitter, op: Op) -> None:
         return
     name = em.declare(out)
     p = vector_access.plan(em, ptr, mask)
+    _access_stats(em, "load", ptr, p)
     if p is not None:
         _vector_load(em, p, name, ptr, mask, other)
         return
@@ -104,6 +105,7 @@ def store(em: Emitter, op: Op) -> None:
     if mask is not None:
         guard += (" && " if guard else "") + em.at(mask)
     p = vector_access.plan(em, ptr, mask)
+    _access_stats(em, "store", ptr, p)
     if p is not None:
         em.render("vector_store", reg=REG, regs=p.regs, width=p.width, nbytes=p.nbytes,
                   word=p.word, ptr=em.at(ptr), guard=guard, checks=_checks(em, p, ptr, mask),
@@ -113,6 +115,17 @@ def store(em: Emitter, op: Op) -> None:
         em.render("element_loop", reg=REG, regs=L.regs, body=f"*{em.at(ptr)} = {em.at(value)};")
         return
     em.render("store", reg=REG, regs=L.regs, ptr=em.at(ptr), value=em.at(value), guard=guard)
+
+
+def _access_stats(em: Emitter, kind: str, ptr: Value, p: vector_access.VectorPlan | None
+                  ) -> None:
+    """`// msltrans-mem:` line: what one thread issues for this access (benchmarks read it)."""
+    regs = em.regs(ptr)
+    width = p.width if p is not None else 1
+    nbytes = p.nbytes if p is not None else vector_access.ELEMENT_BYTES.get(
+        vector_access.pointee(em, ptr), 0)
+    em.line(f"// msltrans-mem: {kind} elements={regs} width={width} bytes={nbytes} "
+            f"accesses={regs // width}")
 
 
 def _checks(em: Emitter, p: vector_access.VectorPlan, ptr: Value, mask: Value | None
@@ -125,10 +138,28 @@ def _checks(em: Emitter, p: vector_access.VectorPlan, ptr: Value, mask: Value | 
     return lines
 
 
+def _constant_other(em: Emitter, p: vector_access.VectorPlan, other: Value | None
+                    ) -> int | None:
+    """The bits of `other` when it is one constant for every element (zero when absent)."""
+    if other is None:
+        return 0
+    producer = em.producers.get(other.id)
+    if producer is not None and producer.name == "tt.splat":
+        producer = em.producers.get(producer.operands[0].id)
+    if producer is None or producer.name != "arith.constant":
+        return None
+    if em.is_tensor(producer.results[0]) and not producer.attrs.get("splat"):
+        return None
+    return vector_access.element_bits(p.elem, producer.attrs.get("value"))
+
+
 def _vector_load(em: Emitter, p: vector_access.VectorPlan, name: str, ptr: Value,
                  mask: Value | None, other: Value | None) -> None:
-    fallback = []
+    fallback, filler = [], ""
     if mask is not None:
+        bits = _constant_other(em, p, other)
+        if bits is not None:  # the masked-off run reads as a word of `other`'s bits
+            filler = vector_access.fill_word(p, bits)
         for i in range(p.width):
             reg = f"{REG} + {i}u"
             fill = em.at(other, reg) if other is not None else zero_literal(p.elem)
@@ -136,4 +167,4 @@ def _vector_load(em: Emitter, p: vector_access.VectorPlan, name: str, ptr: Value
     em.render("vector_load", reg=REG, regs=p.regs, width=p.width, nbytes=p.nbytes,
               word=p.word, ptr=em.at(ptr), mask=em.at(mask) if mask is not None else "",
               checks=_checks(em, p, ptr, mask), unpack=vector_access.unpack(p, name, REG),
-              fallback=fallback)
+              fallback=fallback, filler=filler)

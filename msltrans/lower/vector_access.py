@@ -49,7 +49,7 @@ def pointee(em: Emitter, ptr: Value) -> str:
     return em.ctype(ptr).split()[-1].rstrip("*")
 
 
-def _run_dim(bases: tuple[tuple[int, ...], ...]) -> tuple[int, int]:
+def run_dim(bases: tuple[tuple[int, ...], ...]) -> tuple[int, int]:
     """(dim, k): the first k register bases are 1, 2, ..., 2^(k-1) along `dim`."""
     if not bases:
         return 0, 0
@@ -75,7 +75,7 @@ def plan(em: Emitter, ptr: Value, mask: Value | None) -> VectorPlan | None:
     if eb is None:
         return None
     ll = em.layout(ptr).ll
-    dim, k = _run_dim(ll.reg)
+    dim, k = run_dim(ll.reg)
     width = 1 << k
     info = axis.info(ptr)
     width = min(width, info.contiguity[dim], MAX_BYTES // eb)
@@ -117,10 +117,12 @@ def unpack(p: VectorPlan, out: str, reg: str) -> list[str]:
     return lines
 
 
-def pack(p: VectorPlan, value: str, reg: str) -> str:
-    """The word expression holding value[reg .. reg + width - 1]."""
+def pack(p: VectorPlan, value: str, reg: str, conv: str = "") -> str:
+    """The word expression holding value[reg .. reg + width - 1] (each element passed
+    through the MSL function `conv` first, when given)."""
     eb = ELEMENT_BYTES[p.elem]
-    elems = [f"{value}[{reg} + {i}u]" for i in range(p.width)]
+    elems = [f"{conv}({value}[{reg} + {i}u])" if conv else f"{value}[{reg} + {i}u]"
+             for i in range(p.width)]
     if eb == 4:
         pieces = [f"as_type<uint>({e})" for e in elems]
     elif eb == 8:
@@ -150,3 +152,42 @@ def require_alignment(em: Emitter, ptr: Value, nbytes: int) -> None:
         if (found is None or arg.value.id in found) and isinstance(arg.value.type, PointerType):
             need[index] = max(need.get(index, 1), min(nbytes, arg.divisibility or 1))
     em.buffer_alignment = need  # type: ignore[attr-defined]
+
+
+def element_bits(elem: str, value: object) -> int | None:
+    """The bit pattern of one `elem` holding the constant `value` (None if not exact)."""
+    import struct
+
+    import numpy as np
+
+    try:
+        if elem == "float":
+            return struct.unpack("<I", struct.pack("<f", float(value)))[0]  # type: ignore[arg-type]
+        if elem == "half":
+            h = np.float16(value)
+            return int(h.view(np.uint16)) if float(h) == float(value) or h != h else None  # type: ignore[arg-type]
+        if elem == "bfloat":
+            bits = struct.unpack("<I", struct.pack("<f", float(value)))[0]  # type: ignore[arg-type]
+            return bits >> 16 if bits & 0xFFFF == 0 else None
+        if elem in ELEMENT_BYTES and isinstance(value, int | bool):
+            return int(value) & ((1 << (8 * ELEMENT_BYTES[elem])) - 1)
+    except (OverflowError, ValueError, TypeError):
+        return None
+    return None
+
+
+def fill_word(p: VectorPlan, bits: int) -> str:
+    """A word literal whose every element is `bits` (what a masked-off run reads as)."""
+    eb = ELEMENT_BYTES[p.elem]
+    if eb == 8:
+        lo, hi = bits & 0xFFFFFFFF, bits >> 32
+        return f"uint4({lo:#x}u, {hi:#x}u, {lo:#x}u, {hi:#x}u)"
+    piece = p.nbytes if p.nbytes < 4 else 4
+    word = 0
+    for i in range(piece // eb):
+        word |= bits << (8 * eb * i)
+    lit = f"{word:#x}u"
+    words = max(1, p.nbytes // 4)
+    if p.nbytes == 2:
+        return f"ushort({lit})"
+    return lit if words == 1 else f"{p.word}({', '.join([lit] * words)})"

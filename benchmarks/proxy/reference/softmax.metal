@@ -1,7 +1,7 @@
 // Hand-written row softmax (fp32): one threadgroup of 256 threads per row step, programs
 // striding over the rows as the benchmark's Triton kernel does; float4 loads kept in
-// registers, simd_max/simd_sum then one threadgroup pass, precise exp and IEEE division
-// (the same math as msltrans's default lowering). COLS is a multiple of 1024.
+// registers, simd_max/simd_sum then one threadgroup pass, precise exp and fast division
+// (the same math msltrans emits for tl.exp and fp32 /). COLS is a multiple of 1024.
 #include <metal_stdlib>
 using namespace metal;
 #ifndef COLS
@@ -44,6 +44,8 @@ kernel void softmax(device float* out [[buffer(0)]], device const float* in [[bu
         s = part[0];
         UNROLL for (int i = 1; i < THREADS / 32; ++i) s += part[i];
         device float4* y = (device float4*)(out + long(r) * COLS);
-        UNROLL for (int i = 0; i < PER; ++i) y[i * THREADS + int(tid)] = v[i] / s;
+        UNROLL for (int i = 0; i < PER; ++i)
+            y[i * THREADS + int(tid)] = float4(fast::divide(v[i].x, s), fast::divide(v[i].y, s),
+                                               fast::divide(v[i].z, s), fast::divide(v[i].w, s));
     }
 }

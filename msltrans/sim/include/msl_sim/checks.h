@@ -1,7 +1,9 @@
 // Run-time checks of the facts msltrans's vectorised accesses rely on. The generated MSL
 // says `msl_assume_run(ptrs, r, width, bytes)` before one `bytes`-wide access through
 // ptrs[r]: registers r .. r + width - 1 hold consecutive element addresses and the first is
-// `bytes`-aligned; `msl_assume_uniform(mask, r, width)`: the mask is the same over the run.
+// `bytes`-aligned; `msl_assume_uniform(mask, r, width)`: the mask is the same over the run;
+// `msl_assume_same(value, full)`: a register computed at its run's first register equals
+// the full computation.
 // On Metal both are empty macros (the kernel defines them when nobody has); here a false
 // claim stops the dispatch with the kernel's line, so an axis-analysis mistake fails a test
 // instead of reading the wrong memory.
@@ -28,11 +30,20 @@ inline void check_uniform(thread M (&mask)[N], uint r, uint width, const msl_sim
         if (bool(mask[r + i]) != bool(mask[r]))
             fail(s, "vectorised access: the mask is not the same over one run");
 }
+template <class T>
+inline void check_same(T computed, T full, const msl_sim_site &s) {
+    if (!(computed == full))
+        fail(s, "constant-run elementwise: a register differs from its run's first register");
+}
 }  // namespace __detail
 }  // namespace metal
 
 #define msl_assume_run(ptrs, r, width, bytes)                                                  \
     ::metal::__detail::check_run(ptrs, r, width, bytes,                                        \
+        ::metal::__detail::site(__builtin_FILE(), __builtin_LINE(), __builtin_COLUMN(),        \
+                                MSL_SIM_KIND_CODEGEN_CHECK))
+#define msl_assume_same(value, full)                                                           \
+    ::metal::__detail::check_same(value, full,                                                 \
         ::metal::__detail::site(__builtin_FILE(), __builtin_LINE(), __builtin_COLUMN(),        \
                                 MSL_SIM_KIND_CODEGEN_CHECK))
 #define msl_assume_uniform(mask, r, width)                                                     \

@@ -22,18 +22,30 @@ reading acc in the body): those keep the per-dot path.
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass, field
 
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir.model import Op, Value
-from msltrans.lower.emitter import LANE, WARP, Emitter
-from msltrans.lower.ops_dot import DotInfo, _align16, _check, choose, render, staging_source
-from msltrans.lower.ops_dot_simdgroup import SimdPlan, is_zero_splat, mma_params, stats
+from msltrans.lower.dot import staging
+from msltrans.lower.dot.choose import choose
+from msltrans.lower.dot.info import METAL_THREADGROUP_BYTES, DotInfo, check, render
+from msltrans.lower.dot.simdgroup import (
+    SimdPlan,
+    c_tile,
+    is_zero_splat,
+    mma_params,
+    pass_rows,
+    stage_operands,
+    stats,
+)
+from msltrans.lower.dot.state import prelower
+from msltrans.lower.dot.state import resident as _active
+from msltrans.lower.emitter import Emitter
 
-# Resident accumulators per simdgroup (slots x TM x TN); 16 = 32 fp32 registers per lane, the
-# per-dot path's own bound (MAX_TILES_PER_UNIT). More slots would spill: keep the per-dot path.
-MAX_RESIDENT_TILES = 16
+# Resident accumulators per simdgroup (slots x TM x TN): 32 = 64 fp32 registers per lane,
+# enough for 128x64 / 64x128 tiles with 4 simdgroups and 128x128 with 8. More would spill:
+# keep the per-dot path.
+MAX_RESIDENT_TILES = 32
 
 
 @dataclass(frozen=True)
@@ -48,11 +60,12 @@ class Resident:
 
     @property
     def slots(self) -> int:
-        return -(-self.plan.units // self.plan.num_warps)
+        return self.plan.slots
 
     @property
-    def c_bytes(self) -> int:
-        return _align16(self.info.batch * self.info.m * self.info.n * 4)
+    def passes(self) -> int:
+        """Row passes moving C through scratch (before and after the loop)."""
+        return len(pass_rows(self.info, self.plan))
 
 
 def _simdgroup_dot(em: Emitter, dot: Op) -> tuple[DotInfo, SimdPlan] | None:
@@ -61,8 +74,8 @@ def _simdgroup_dot(em: Emitter, dot: Op) -> tuple[DotInfo, SimdPlan] | None:
     outer = em.op
     try:
         em.op = dot
-        info = _check(em, dot)
-        path, plan = choose(em, info)
+        info = check(em, dot)
+        path, plan = choose(em, info, resident_loop=True)
     except MetalNonRecoverableError:
         return None
     finally:
@@ -100,7 +113,7 @@ def resident_accumulators(em: Emitter, loop: Op) -> list[Resident]:
         if info.out_t != "float" or info.c.type != inits[i].type:
             continue  # fp16 accumulators round at the end of every tt.dot
         r = Resident(i, inits[i], dot, info, plan)
-        if r.slots * plan.tm * plan.tn <= MAX_RESIDENT_TILES:
+        if r.slots * plan.tm * plan.tn <= MAX_RESIDENT_TILES and r.passes:
             found.append(r)
     return found
 
@@ -109,6 +122,7 @@ def resident_accumulators(em: Emitter, loop: Op) -> list[Resident]:
 class ResidentLoop:
     """The resident accumulators of one scf.for being emitted (ops_scf's handle)."""
 
+    loop: Op | None = None
     members: list[tuple[Resident, str, str]] = field(default_factory=list)  # (r, mats, carried)
 
     @property
@@ -117,19 +131,40 @@ class ResidentLoop:
         return {r.index for r, _, _ in self.members}
 
     def leave(self, em: Emitter) -> None:
-        """After the loop: matrices -> scratch once -> the loop result's registers."""
+        """After the loop: matrices -> scratch -> the loop result's registers (in row
+        passes when C does not fit at once)."""
         for r, mats, carried in self.members:
+            # The result's only use re-lays it out (e.g. for a coalesced store): read it
+            # back in that layout directly, one trip through scratch instead of two.
+            convert = self._only_convert(em, r)
+            if convert is not None:
+                L_o = em.layout(convert.results[0])
+                carried = em.declare(convert.results[0], convert.results[0].name or "acc_out")
+                prelower(em, convert)
+            else:
+                L_o = em.layout(r.info.out)
             em.line(f"// resident accumulator {mats} -> {carried} (loop result)")
-            _open_scratch(em, r)
-            render(em, "simdgroup_mma", p=mma_params(r.info, r.plan, init="", steps=False,
-                                                     store=True, acc=mats))
-            em.line("threadgroup_barrier(mem_flags::mem_threadgroup);  // all tiles stored")
-            L_o = em.layout(r.info.out)
-            render(em, "read_back", d=carried, out_t="float", src="sc", layout=L_o.name,
-                   regs=L_o.regs, lane=LANE, warp=WARP)
-            em.indent(-1)
-            em.line("}")
+            for rows in pass_rows(r.info, r.plan):
+                _open_scratch(em, r)
+                render(em, "simdgroup_mma", p=mma_params(r.info, r.plan, init="", steps=False,
+                                                         store=True, acc=mats, rows=rows))
+                em.line("threadgroup_barrier(mem_flags::mem_threadgroup);  // all tiles stored")
+                staging.read_back(em, carried, L_o, c_tile(r.info, r.plan), "float", rows)
+                em.indent(-1)
+                em.line("}")
             _active(em).pop(r.info.out.id, None)
+
+    def _only_convert(self, em: Emitter, r: Resident) -> Op | None:
+        """The ttg.convert_layout that is the loop result's only use, if it is."""
+        if self.loop is None:
+            return None
+        result = self.loop.results[r.index]
+        users = em.users.get(result.id, [])
+        if len(users) != 1 or users[0][0].name != "ttg.convert_layout":
+            return None
+        convert = users[0][0]
+        same_element = em.ctype(convert.results[0]) == "float"
+        return convert if same_element else None
 
 
 def _open_scratch(em: Emitter, r: Resident) -> None:
@@ -137,24 +172,17 @@ def _open_scratch(em: Emitter, r: Resident) -> None:
     the scratch are done (the caller closes it)."""
     em.line("{")
     em.indent(1)
-    scratch = em.need_scratch(r.c_bytes)
+    scratch = em.need_scratch(min(r.plan.c_bytes(r.info.batch, r.info.m),
+                                  METAL_THREADGROUP_BYTES))
     render(em, "scratch_region", ctype="float", name="sc", scratch=scratch, byte_offset=0)
     em.line("threadgroup_barrier(mem_flags::mem_threadgroup);  // earlier scratch "
             "readers done")
 
 
-_steps: weakref.WeakKeyDictionary[Emitter, dict[int, tuple[Resident, str, str]]] = \
-    weakref.WeakKeyDictionary()
-
-
-def _active(em: Emitter) -> dict[int, tuple[Resident, str, str]]:
-    return _steps.setdefault(em, {})
-
-
 def enter_loop(em: Emitter, loop: Op, carried: list[str]) -> ResidentLoop:
     """Before the loop: declare and initialise the matrices of every resident accumulator
     (`carried` are the loop's carried variables, one per iter arg)."""
-    handle = ResidentLoop()
+    handle = ResidentLoop(loop)
     for r in resident_accumulators(em, loop):
         mats = em.fresh("acc_tiles")
         p = r.plan
@@ -163,15 +191,14 @@ def enter_loop(em: Emitter, loop: Op, carried: list[str]) -> ResidentLoop:
             render(em, "simdgroup_mma", p=mma_params(r.info, p, init="fill", steps=False,
                                                      store=False, acc=mats))
         else:
-            _open_scratch(em, r)
-            L_c = em.layout(r.init)
-            render(em, "stage", dst="sc", src=em.name(r.init), layout=L_c.name, regs=L_c.regs,
-                   lane=LANE, warp=WARP, conv="float")
-            em.line("threadgroup_barrier(mem_flags::mem_threadgroup);")
-            render(em, "simdgroup_mma", p=mma_params(r.info, p, init="load", steps=False,
-                                                     store=False, acc=mats))
-            em.indent(-1)
-            em.line("}")
+            for rows in pass_rows(r.info, p):
+                _open_scratch(em, r)
+                staging.stage(em, r.init, c_tile(r.info, p), "float", rows)
+                em.line("threadgroup_barrier(mem_flags::mem_threadgroup);")
+                render(em, "simdgroup_mma", p=mma_params(r.info, p, init="load", steps=False,
+                                                         store=False, acc=mats, rows=rows))
+                em.indent(-1)
+                em.line("}")
         handle.members.append((r, mats, carried[r.index]))
         _active(em)[r.info.out.id] = (r, mats, carried[r.index])
     return handle
@@ -188,24 +215,19 @@ def emit_step(em: Emitter, info: DotInfo, r: Resident, mats: str, carried: str) 
     the carried variable, so the loop's yield copies nothing (its registers are stale inside
     the loop; nothing reads them: the pattern proves it)."""
     p = r.plan
-    off_b = p.off_b - p.off_a  # A and B only: C is not staged
-    total = p.total_bytes - p.off_a
-    scratch = em.need_scratch(total)
-    src_a, src_b = staging_source(em, info.a), staging_source(em, info.b)
-    L_a, L_b, L_o = (em.layout(v) for v in (src_a, src_b, info.out))
+    scratch = em.need_scratch(p.ab_bytes)
+    L_o = em.layout(info.out)
     em.bind(info.out, carried)
     items = dict(stats(info, p, L_o.regs))
-    items.update(scratch_bytes=total, barriers=2, c="resident")
+    items.update(scratch_bytes=p.ab_bytes, barriers=2, c="resident", passes=r.passes)
     render(em, "stats", items=list(items.items()))
     em.line("{")
     em.indent(1)
-    for name, off in (("sa", 0), ("sb", off_b)):
+    for name, off in (("sa", 0), ("sb", p.a_bytes)):
         render(em, "scratch_region", ctype=info.in_t, name=name, scratch=scratch,
                byte_offset=off)
     em.line("threadgroup_barrier(mem_flags::mem_threadgroup);  // earlier scratch readers done")
-    for src, L, dst, conv in ((src_a, L_a, "sa", info.a_conv), (src_b, L_b, "sb", info.b_conv)):
-        render(em, "stage", dst=dst, src=em.name(src), layout=L.name, regs=L.regs, lane=LANE,
-               warp=WARP, conv=conv)
+    stage_operands(em, info, p)
     em.line("threadgroup_barrier(mem_flags::mem_threadgroup);")
     render(em, "simdgroup_mma", p=mma_params(info, p, init="", steps=True, store=False,
                                              acc=mats))

@@ -21,8 +21,8 @@ from typing import Any
 
 from msltrans.ir.model import Op, Value
 from msltrans.ir.types import ScalarType, TensorType
+from msltrans.lower.dot.info import METAL_THREADGROUP_BYTES, align16
 from msltrans.lower.emitter import LANE, WARP, Emitter
-from msltrans.lower.ops_dot import METAL_THREADGROUP_BYTES, _align16
 from msltrans.lower.ops_fp8 import need_fp8_support
 from msltrans.lower.registry import lowers
 from msltrans.lower.templates import environment
@@ -114,14 +114,14 @@ def dot_scaled(em: Emitter, op: Op) -> None:
     need_fp8_support(em)
 
     # scratch: scales (bytes), then A' [M, KC] and B' [KC, N] in the compute type
-    off_sb = _align16(M * ks) if sa is not None else 0
-    off_ops = off_sb + (_align16(N * ks) if sb is not None else 0)
+    off_sb = align16(M * ks) if sa is not None else 0
+    off_ops = off_sb + (align16(N * ks) if sb is not None else 0)
     kc = K
-    while kc > 1 and off_ops + _align16(M * kc * 2) + _align16(kc * N * 2) > \
+    while kc > 1 and off_ops + align16(M * kc * 2) + align16(kc * N * 2) > \
             METAL_THREADGROUP_BYTES:
         kc //= 2
-    off_b = off_ops + _align16(M * kc * 2)
-    total = off_b + _align16(kc * N * 2)
+    off_b = off_ops + align16(M * kc * 2)
+    total = off_b + align16(kc * N * 2)
     if total > METAL_THREADGROUP_BYTES:
         em.fail(f"tt.dot_scaled needs {total} bytes of threadgroup memory (Metal has 32 KB)",
                 "use smaller BLOCK_M / BLOCK_N")
@@ -169,7 +169,7 @@ def dot_scaled(em: Emitter, op: Op) -> None:
             _render(em, "stage_scale", dst=dst, src=em.name(s), layout=Ls.name, regs=Ls.regs,
                     lane=LANE, warp=WARP)
     em.line(f"float {acc}[{L_o.regs}];")
-    em.line(f"for (uint r = 0; r < {L_o.regs}u; ++r) {acc}[r] = float({cname}[r]);")
+    em.line(f"msl_unroll for (uint r = 0; r < {L_o.regs}u; ++r) {acc}[r] = float({cname}[r]);")
     em.line(f"for (uint k0 = 0, kc = {kc}u; k0 < {K}u; k0 += kc) {{")
     em.indent(1)
     em.line("threadgroup_barrier(mem_flags::mem_threadgroup);  // scales staged, chunk read")
@@ -186,6 +186,6 @@ def dot_scaled(em: Emitter, op: Op) -> None:
             d1=L_o.coord_fn(1), kc=kc, n=N)
     em.indent(-1)
     em.line("}")
-    em.line(f"for (uint r = 0; r < {L_o.regs}u; ++r) {d}[r] = {acc}[r];")
+    em.line(f"msl_unroll for (uint r = 0; r < {L_o.regs}u; ++r) {d}[r] = {acc}[r];")
     em.indent(-1)
     em.line("}")
