@@ -37,7 +37,9 @@ class Launch:
 
 @dataclass(frozen=True)
 class Hand:
-    """A hand-written MSL reference: file, defines, threads per group, launch."""
+    """A hand-written MSL reference: file, defines, threads per group, launch. `exact`:
+    its GPU output must equal the simulator's bit for bit (False where it uses simd_sum,
+    whose order differs between the simulator and the CUDA emulation)."""
 
     file: str
     kernel: str
@@ -45,6 +47,7 @@ class Hand:
     defines: dict[str, str]
     grid: tuple[int, int, int]
     args: list[Any]  # buffer order: tensor names or ("i32"|"fp32", value)
+    exact: bool = True
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,8 @@ class Case:
     metric: str  # "GB/s" | "TFLOP/s"
     check: Size
     time: Size
-    exact: bool  # simulator and GPU outputs must be bit-identical
+    exact: bool  # simulator and GPU outputs must be bit-identical (False where fast::
+    # sqrt/divide or exp run: the simulator computes them exactly, CUDA approximately)
     reference: Callable[[dict[str, Any]], dict[str, Any]]  # float64 results (torch)
     rtol: float
     goal: str  # what the issue asks of this row
@@ -139,7 +143,7 @@ def _softmax(rows: int, cols: int, programs: int) -> Size:
                      "out_stride": "i32", "rows": "i32", "cols": "i32"},
                     {"BLOCK": cols}, 8)
     hand = Hand("softmax.metal", "softmax", 256, {"COLS": str(cols)}, (programs, 1, 1),
-                ["y", "x", ("i32", rows)])
+                ["y", "x", ("i32", rows)], exact=False)
     return Size({"x": ("*fp32", (rows, cols)), "y": ("*fp32", (rows, cols))}, ("y",), launch,
                 hand, _bytes((2 * rows * cols, 4)))
 
@@ -166,7 +170,7 @@ def _rowsum(rows: int, cols: int) -> Size:
                     {"x_ptr": "*fp32", "out_ptr": "*fp32", "stride": "i32", "cols": "i32"},
                     {"ROWS": 4, "BLOCK": 1024}, 4)
     hand = Hand("rowsum.metal", "rowsum", 128, {"COLS": str(cols)}, (rows // 4, 1, 1),
-                ["x", "out"])
+                ["x", "out"], exact=False)
     return Size({"x": ("*fp32", (rows, cols)), "out": ("*fp32", (rows,))}, ("out",), launch,
                 hand, _bytes((rows * cols, 4), (rows, 4)))
 
@@ -192,10 +196,10 @@ CASES = [
     Case("softmax fp32 4096 cols, 8 warps", "row_softmax", "GB/s", _softmax(64, 4096, 32),
          _softmax(4096, 4096, 528), False, _ref_softmax, 1e-5, ">= 0.95 of Triton"),
     Case("layer norm fwd fp16 8192x4096", "layer_norm_rows", "GB/s",
-         _layer_norm(32, 4096, "*fp16"), _layer_norm(8192, 4096, "*fp16"), True,
+         _layer_norm(32, 4096, "*fp16"), _layer_norm(8192, 4096, "*fp16"), False,
          _ref_layer_norm, 2e-3, ">= 0.95 of Triton"),
     Case("layer norm fwd fp32 8192x4096", "layer_norm_rows", "GB/s",
-         _layer_norm(32, 4096, "*fp32"), _layer_norm(8192, 4096, "*fp32"), True,
+         _layer_norm(32, 4096, "*fp32"), _layer_norm(8192, 4096, "*fp32"), False,
          _ref_layer_norm, 1e-5, ">= 0.95 of Triton"),
     Case("row sum fp32 16384x4096", "row_sums", "GB/s", _rowsum(64, 4096),
          _rowsum(16384, 4096), True, _ref_rowsum, 1e-5, ">= 0.95 of Triton"),

@@ -117,7 +117,7 @@ def _across_warps(em: Emitter, comb: Combine, plan: AxisPlan, accs: list[str],
         for buf, acc in zip(bufs, accs, strict=True):
             em.line(f"{acc}[{g}] = {buf}[{slot('0u')}];")
         kk = em.fresh("msl_kk")
-        em.line(f"for (uint {kk} = 1; {kk} < {k_count}u; ++{kk}) {{")
+        em.line(f"msl_unroll for (uint {kk} = 1; {kk} < {k_count}u; ++{kk}) {{")
         em.indent(1)
         cur = [f"{acc}[{g}]" for acc in accs]
         emit_combine(em, comb, cur, [f"{buf}[{slot(kk)}]" for buf in bufs], cur)

@@ -19,7 +19,7 @@ from tests.support.fma import fma_chain_matmul
 CASES = [  # (M, N, BK, num_warps, dtype, mode, passes)
     (128, 64, 16, 4, "float16", "plain", 1),
     (64, 128, 16, 4, "float32", "init", 1),
-    (128, 128, 16, 8, "float16", "plain", 2),
+    (128, 128, 16, 8, "float16", "plain", 2),   # C is 64 KB: two passes of 64 rows
     (128, 128, 8, 8, "float32", "init", 2),
     (64, 64, 16, 8, "float32", "plain", 1),   # 4 units for 8 simdgroups: half of them idle
 ]

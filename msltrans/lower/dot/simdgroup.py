@@ -93,7 +93,11 @@ def plan(em: Emitter, info: DotInfo) -> SimdPlan | None:
             break
     else:
         return None
+    # C moving alone (a resident loop's prologue/epilogue): padded unless that takes more
+    # row passes than the plain rows.
     ldc = staging.padded(n, "float")
+    if _passes(batch, m, ldc) > _passes(batch, m, n):
+        ldc = n
     ab = a_bytes + b_bytes
     per_dot = [c for c in (ldc, n) if align16(batch * m * c * 4) + ab <= METAL_THREADGROUP_BYTES]
     warps = em.layout(info.out).ll.num_warps
@@ -102,6 +106,12 @@ def plan(em: Emitter, info: DotInfo) -> SimdPlan | None:
     per_batch = info.m // 8 // tm * units_n
     return SimdPlan(tm, tn, units_n, per_batch, per_batch * info.batch, warps, lda, ldb, ldc,
                     per_dot[0] if per_dot else n, a_bytes, b_bytes, bool(per_dot))
+
+
+def _passes(batch: int, m: int, ldc: int) -> int:
+    """Row passes moving an m x ldc fp32 C through scratch takes (by rows of 8)."""
+    rows = METAL_THREADGROUP_BYTES // (ldc * 4) // 8 * 8
+    return -(-batch * m // rows) if rows else 1 << 30
 
 
 def c_tile(info: DotInfo, p: SimdPlan, per_dot: bool = False) -> staging.Tile:
