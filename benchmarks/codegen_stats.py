@@ -61,7 +61,7 @@ from tests.e2e.dot_kernels import (  # noqa: E402
     k_loop_variant_kernel,
 )
 from tests.e2e.dot_support import compile_with, dot_stats  # noqa: E402
-from tests.e2e.tutorials.tutorial_03_matmul import matmul_kernel  # noqa: E402
+from tests.e2e.workloads.grouped_matmul import grouped_matmul_kernel  # noqa: E402
 
 _WORD_BYTES = {"bool": 1, "char": 1, "uchar": 1, "short": 2, "ushort": 2, "half": 2,
                "bfloat": 2, "int": 4, "uint": 4, "float": 4, "long": 8, "ulong": 8}
@@ -134,11 +134,11 @@ def row(name: str, program: MslProgram) -> dict[str, Any]:
 
 def _tutorial(dtype: str, blocks: tuple[int, int, int], num_warps: int, path: str) -> MslProgram:
     sig = {"a_ptr": dtype, "b_ptr": dtype, "c_ptr": "*fp16"}
-    sig.update({n: "i32" for n in ("M", "N", "K", "stride_am", "stride_ak", "stride_bk",
-                                   "stride_bn", "stride_cm", "stride_cn")})
+    sig.update({n: "i32" for n in ("M", "N", "K", "sa_m", "sa_k", "sb_k", "sb_n", "sc_m",
+                                   "sc_n")})
     bm, bn, bk = blocks
-    return compile_with(matmul_kernel, sig, num_warps, path, BLOCK_SIZE_M=bm,
-                        BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8, ACTIVATION="")
+    return compile_with(grouped_matmul_kernel, sig, num_warps, path, BM=bm, BN=bn, BK=bk,
+                        GROUP_M=8, EPILOGUE="")
 
 
 def kernels() -> list[tuple[str, Any]]:

@@ -21,9 +21,9 @@ STAGES = ("ttir", "ttgir", "msl")
 EPILOG = """\
 examples:
   msltrans dump examples/vector_add.py
-      runs the script and prints the MSL of the kernel it launched (Triton's tutorial 01)
-  msltrans dump examples/vector_add.py --signature n_elements=i32 --constexpr BLOCK_SIZE=1024
-      the same without running it (x_ptr, y_ptr, output_ptr default to *fp32)
+      runs the script and prints the MSL of the kernel it launched (a vector add)
+  msltrans dump examples/vector_add.py --signature n=i32 --constexpr BLOCK=1024
+      the same without running it (a_ptr, b_ptr, out_ptr default to *fp32)
   msltrans dump kernels.py --kernel softmax --stage ttgir --num-warps 8 \\
       --signature n_rows=i32,n_cols=i32,in_stride=i32,out_stride=i32 --constexpr BLOCK=1024
       the TTGIR Triton produced for the Metal target, with its layouts

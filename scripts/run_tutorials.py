@@ -48,6 +48,12 @@ BUDGET = "exceeds the simulator budget"
 POLL_S = 0.25
 # How a tutorial compares its results with torch's (an `assert x.is_contiguous()` is no check).
 OWN_CHECK = re.compile(r"allclose|assert_close")
+# Where CI checks each tutorial's work with kernels written for this project.
+CI_COVERAGE = {"01": "tests/e2e/test_vector_add.py",
+               "02": "tests/e2e/workloads/test_softmax_layernorm.py",
+               "03": "tests/e2e/test_dot_loop.py", "04": "tests/e2e/workloads/test_dropout.py",
+               "05": "tests/e2e/workloads/test_softmax_layernorm.py",
+               "06": "tests/e2e/workloads/test_attention.py"}
 # A tutorial whose own check fails for a reason outside msltrans, measured and tested: the
 # failing assertion's source text -> the diagnosis printed beside the outcome. The outcome
 # stays "fail" (the tutorial's verdict is reported as it is), the note says why.
@@ -58,8 +64,8 @@ DIAGNOSED: dict[str, dict[str, str]] = {
             "layer_norm backward, which is off by up to 0.061 from a float64 sum of dy "
             "(M=1151, N=8192, seed 0); msltrans's `db_tri` is off by at most 0.0086 (the "
             "tutorial's fp16 partial sums). On CUDA, torch accumulates in fp32 and the check "
-            "passes. Tested against float64 in tests/e2e/tutorials/"
-            "test_tutorial_softmax_layernorm.py::"
+            "passes. Tested against float64 in tests/e2e/workloads/"
+            "test_softmax_layernorm.py::"
             "test_layer_norm_backward_fp16_partials_like_the_tutorial",
     },
 }
@@ -380,7 +386,8 @@ def run_tutorial(nn: str, path: Path, args: argparse.Namespace, log: Path) -> di
                              "notes": script.get("_notes", {}).get("notes", []), "cases": {}}
     if not OWN_CHECK.search(path.read_text(encoding="utf-8")):
         entry["notes"].append("the tutorial has no correctness check of its own: pass = ran to "
-                              "completion (tests/e2e/tutorials/ checks its kernels)")
+                              f"completion ({CI_COVERAGE[nn]} checks the same work in CI with "
+                              "the project's own kernels)")
     for line, diagnosis in DIAGNOSED.get(nn, {}).items():
         if script["__main__"]["outcome"] == "fail" and line in script["__main__"]["detail"]:
             entry["notes"].append(diagnosis)

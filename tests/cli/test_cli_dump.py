@@ -141,7 +141,7 @@ def test_console_script_help_teaches():
     out = subprocess.run([sys.executable, "-m", "msltrans.cli", "dump", "--help"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0
-    assert "examples:" in out.stdout and "--signature n_elements=i32" in out.stdout
+    assert "examples:" in out.stdout and "--signature n=i32" in out.stdout
     assert "_ptr is *fp32" in out.stdout
 
 
@@ -164,8 +164,8 @@ def test_script_without_flags_is_run_and_its_launch_dumped(tmp_path, monkeypatch
     assert res.returncode == 0, res.stderr
     out = res.stdout
     assert out.startswith("// captured from running")
-    assert "n_elements=i32" in out.splitlines()[0]
-    assert "kernel void add_kernel(" in out
+    assert "n=i32" in out.splitlines()[0]
+    assert "kernel void vector_add_kernel(" in out
     assert "// tt.load  vector_add.py:" in out
     # The program's own prints went to stderr, so stdout is MSL only.
     assert "max error" not in out and "max error 0" in res.stderr

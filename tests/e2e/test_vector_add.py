@@ -1,4 +1,4 @@
-"""Triton tutorial 01 (vector add), unmodified, byte-exact against numpy."""
+"""A masked 1-D vector add and a 2-D broadcast add, byte-exact against numpy."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 import triton
 import triton.language as tl
 
-from tests.support.kernels import add_kernel, broadcast_add_kernel
+from tests.support.kernels import broadcast_add_kernel, vadd_kernel
 from tests.support.run_kernel import run_kernel
 
 
@@ -19,8 +19,8 @@ def test_vector_add_odd_sizes(n: int, num_warps: int) -> None:
     y = rng.standard_normal(n).astype(np.float32)
     out = np.full(n, np.nan, dtype=np.float32)
     block = 256
-    run_kernel(add_kernel, ((n + block - 1) // block,), x, y, out, n, num_warps=num_warps,
-               BLOCK_SIZE=block)
+    run_kernel(vadd_kernel, ((n + block - 1) // block,), x, y, out, n, num_warps=num_warps,
+               BLOCK=block)
     assert out.tobytes() == (x + y).tobytes()
 
 

@@ -1,14 +1,14 @@
-"""Triton tutorial 04 (low-memory dropout) through the Metal driver on the simulator.
-
-The kernels `_dropout` and `_seeded_dropout` and their host wrappers are copied verbatim from
-`python/tutorials/04-low-memory-dropout.py` of intel/intel-xpu-backend-for-triton at commit
-6c1649935d (the tree DEVELOPERS.md checks out at /work/upstream; the kernels are identical in
-triton-lang/triton v3.9). They launch as `kernel[grid](...)` on CPU tensors.
+"""Dropout through the Metal driver on the simulator, with kernels written for msltrans's
+tests: the workload of Triton's tutorial 04 (its file runs unmodified out of tree through
+scripts/run_tutorials.py). `keep_mask_dropout_kernel` takes the keep mask as an int32 tensor
+(used directly as the `tl.where` condition); `philox_dropout_kernel` draws it in the kernel
+with `tl.rand(seed, offsets)`, from an i32 or i64 seed. Both launch as `kernel[grid](...)` on
+CPU tensors.
 
 References are numpy, written to the IR's semantics:
-- `_dropout`: `where(x_keep != 0, x / (1 - p), 0.0)` in float32; msltrans divides with IEEE
+- mask dropout: `where(keep != 0, x / (1 - p), 0.0)` in float32; msltrans divides with IEEE
   division (docs/semantics.md), so outputs are compared bit for bit.
-- `_seeded_dropout`: a numpy Philox4x32-10 written from `triton/language/random.py`
+- seeded dropout: a numpy Philox4x32-10 written from `triton/language/random.py`
   (`randint4x` → `philox` → `philox_impl`, then `uint_to_uniform_float`), so the keep mask and
   every kept value must match exactly. Statistics (keep rate, determinism per seed) guard the
   reference itself.
@@ -32,71 +32,43 @@ def sim_driver():
     return active
 
 
-# ---- verbatim from the tutorial ---------------------------------------------------------
+# ---- kernels and their launches ---------------------------------------------------------
 
 
 @triton.jit
-def _dropout(
-    x_ptr,  # pointer to the input
-    x_keep_ptr,  # pointer to a mask of 0s and 1s
-    output_ptr,  # pointer to the output
-    n_elements,  # number of elements in the `x` tensor
-    p,  # probability that an element of `x` is changed to zero
-    BLOCK_SIZE: tl.constexpr,
-):
-    pid = tl.program_id(axis=0)
-    block_start = pid * BLOCK_SIZE
-    offsets = block_start + tl.arange(0, BLOCK_SIZE)
-    mask = offsets < n_elements
-    # Load data
-    x = tl.load(x_ptr + offsets, mask=mask)
-    x_keep = tl.load(x_keep_ptr + offsets, mask=mask)
-    # The line below is the crucial part, described in the paragraph above!
-    output = tl.where(x_keep, x / (1 - p), 0.0)
-    # Write-back output
-    tl.store(output_ptr + offsets, output, mask=mask)
-
-
-def dropout(x, x_keep, p):
-    output = torch.empty_like(x)
-    assert x.is_contiguous()
-    n_elements = x.numel()
-    grid = lambda meta: (triton.cdiv(n_elements, meta['BLOCK_SIZE']), )  # noqa: E731
-    _dropout[grid](x, x_keep, output, n_elements, p, BLOCK_SIZE=1024)
-    return output
+def keep_mask_dropout_kernel(x_ptr, keep_ptr, out_ptr, n, p, BLOCK: tl.constexpr):
+    """out = x / (1 - p) where keep != 0, else 0, BLOCK elements per program."""
+    idx = tl.program_id(axis=0) * BLOCK + tl.arange(0, BLOCK)
+    inside = idx < n
+    x = tl.load(x_ptr + idx, mask=inside)
+    keep = tl.load(keep_ptr + idx, mask=inside)
+    # Survivors are scaled by 1 / (1 - p) so the expected value of each element is unchanged.
+    tl.store(out_ptr + idx, tl.where(keep, x / (1 - p), 0.0), mask=inside)
 
 
 @triton.jit
-def _seeded_dropout(
-    x_ptr,
-    output_ptr,
-    n_elements,
-    p,
-    seed,
-    BLOCK_SIZE: tl.constexpr,
-):
-    # compute memory offsets of elements handled by this instance
-    pid = tl.program_id(axis=0)
-    block_start = pid * BLOCK_SIZE
-    offsets = block_start + tl.arange(0, BLOCK_SIZE)
-    # load data from x
-    mask = offsets < n_elements
-    x = tl.load(x_ptr + offsets, mask=mask)
-    # randomly prune it
-    random = tl.rand(seed, offsets)
-    x_keep = random > p
-    # write-back
-    output = tl.where(x_keep, x / (1 - p), 0.0)
-    tl.store(output_ptr + offsets, output, mask=mask)
+def philox_dropout_kernel(x_ptr, out_ptr, n, p, seed, BLOCK: tl.constexpr):
+    """The same with the mask drawn here: element i survives when tl.rand(seed, i) > p, so
+    the mask is never stored and the same seed replays it."""
+    idx = tl.program_id(axis=0) * BLOCK + tl.arange(0, BLOCK)
+    inside = idx < n
+    x = tl.load(x_ptr + idx, mask=inside)
+    u = tl.rand(seed, idx)
+    tl.store(out_ptr + idx, tl.where(u > p, x / (1 - p), 0.0), mask=inside)
 
 
-def seeded_dropout(x, p, seed):
-    output = torch.empty_like(x)
-    assert x.is_contiguous()
-    n_elements = x.numel()
-    grid = lambda meta: (triton.cdiv(n_elements, meta['BLOCK_SIZE']), )  # noqa: E731
-    _seeded_dropout[grid](x, output, n_elements, p, seed, BLOCK_SIZE=1024)
-    return output
+def mask_dropout(x: torch.Tensor, keep: torch.Tensor, p: float, block: int = 1024) -> torch.Tensor:
+    out = torch.empty_like(x)
+    n = x.numel()
+    keep_mask_dropout_kernel[(triton.cdiv(n, block),)](x, keep, out, n, p, BLOCK=block)
+    return out
+
+
+def seeded_dropout(x: torch.Tensor, p: float, seed: int, block: int = 1024) -> torch.Tensor:
+    out = torch.empty_like(x)
+    n = x.numel()
+    philox_dropout_kernel[(triton.cdiv(n, block),)](x, out, n, p, seed, BLOCK=block)
+    return out
 
 
 # ---- numpy references --------------------------------------------------------------------
@@ -176,7 +148,7 @@ def test_dropout_with_mask_bits_equal_numpy(n, p):
     gen = np.random.default_rng(n)
     x = _edge_values(n, gen)
     keep = gen.integers(-2, 3, n).astype(np.int32)  # any non-zero keeps (tl.where on int32)
-    out = dropout(torch.from_numpy(x), torch.from_numpy(keep), p=p)
+    out = mask_dropout(torch.from_numpy(x), torch.from_numpy(keep), p=p)
     assert _bits_equal(out.numpy(), dropout_ref(x, keep != 0, p))
 
 
@@ -185,7 +157,7 @@ def test_dropout_masked_tail_is_not_written():
     x = torch.ones(2048)
     keep = torch.ones(2048, dtype=torch.int32)
     out = torch.full((2048,), -7.0)
-    _dropout[(2,)](x, keep, out, n, 0.5, BLOCK_SIZE=1024)
+    keep_mask_dropout_kernel[(2,)](x, keep, out, n, 0.5, BLOCK=1024)
     assert torch.all(out[:n] == 2.0) and torch.all(out[n:] == -7.0)
 
 
