@@ -18,8 +18,10 @@ from msltrans.errors import MetalNonRecoverableError
 
 LAYOUT_EPILOG = """\
 examples:
-  msltrans layout examples/broadcast_2d.py --value x -o x.png
-      the layout of every tensor value named `x` in the kernel the script launches
+  msltrans layout examples/broadcast_2d.py --value out --shape 16x64 -o out.png
+      the layout of the 16x64 tensor value `out` of the kernel the script launches
+  msltrans layout examples/broadcast_2d.py --value x -o layouts/
+      every layout a value named `x` has, one picture each
   msltrans layout examples/vector_add.py --signature n_elements=i32 \\
       --constexpr BLOCK_SIZE=1024 -o layouts/
       every layout of the kernel, one picture each, into layouts/
@@ -45,7 +47,8 @@ def add_layout_parser(sub: Any) -> None:
                    "or tensor<SHAPExTYPE, ENCODING>)")
     p.add_argument("--value", help="the tensor value(s) of this Python name (default: "
                    "every layout of the kernel)")
-    p.add_argument("--shape", help="tensor shape for an encoding, e.g. 32x64")
+    p.add_argument("--shape", help="tensor shape for an encoding, e.g. 32x64; for a kernel, "
+                   "only the values of this shape")
     p.add_argument("-o", "--out", default=".", help="a .png or .svg file (one picture), or a "
                    "directory (default: the current one)")
     p.add_argument("--svg", action="store_true", help="into a directory: SVG, not PNG")
@@ -103,8 +106,12 @@ def _parse_shape(text: str | None) -> tuple[int, ...]:
         shape = tuple(int(s) for s in re.split(r"[x,]", text.strip()) if s.strip())
     except ValueError:
         cli._fail(f"--shape {text!r}: expected sizes like 32x64")
-    if not shape or any(s <= 0 for s in shape):
-        cli._fail(f"--shape {text!r}: sizes must be positive")
+    return _checked(shape, text)
+
+
+def _checked(shape: tuple[int, ...], text: str) -> tuple[int, ...]:
+    if not shape or any(s <= 0 or s & (s - 1) for s in shape):
+        cli._fail(f"shape {text!r}: sizes must be powers of two, as Triton's tensors are")
     return shape
 
 
@@ -119,7 +126,7 @@ def _from_encoding(args: argparse.Namespace) -> Todo:
         t = parse_type(text)
         if not isinstance(t, TensorType) or not t.encoding:
             cli._fail(f"{text[:60]!r} is not a tensor type with an encoding")
-        enc, shape = t.encoding, tuple(t.shape)
+        enc, shape = t.encoding, _checked(tuple(t.shape), "x".join(map(str, t.shape)))
         if args.shape and _parse_shape(args.shape) != shape:
             cli._fail(f"--shape {args.shape} differs from the tensor type's {shape}")
     else:
@@ -150,11 +157,19 @@ def _from_kernel(args: argparse.Namespace) -> Todo:
             cli._fail(f"kernel `{cap.kernel}` has no tensor value named {args.value!r}; it has: "
                       f"{', '.join(names) or 'none'}")
         uses = [u for u in uses if args.value in u.values]
+    if args.shape:
+        shape = _parse_shape(args.shape)
+        have = sorted({u.shape_text for u in uses})
+        uses = [u for u in uses if u.shape == shape]
+        if not uses:
+            cli._fail(f"no {'value ' + repr(args.value) if args.value else 'tensor'} of shape "
+                      f"{args.shape}; shapes: {', '.join(have)}")
     out = []
     for u in uses:
         stem = (f"{args.value}-" if args.value else "") + f"{u.short}-{u.shape_text}"
-        out.append((stem, u.encoding, u.shape, f"{cap.kernel}: {u.short} tensor {u.shape_text}"
-                    f" ({', '.join(u.values[:8])}{', ...' if len(u.values) > 8 else ''})"))
+        names = ", ".join(u.values[:8]) + (", ..." if len(u.values) > 8 else "")
+        out.append((stem, u.encoding, u.shape,
+                    f"{cap.kernel}: {u.short} tensor {u.shape_text}; values: {names}"))
     return out
 
 

@@ -22,7 +22,7 @@ DETAIL = (32, 32)  # the labelled window: at most this many rows and columns
 CELL = 0.34  # inches per labelled cell
 OVERVIEW_MAX = 5.0  # inches: the overview's longer side at most
 OVERVIEW_CELLS = 256  # rows/cols the overview shows at most (from the top left)
-TITLE_H, FOOT_H, GAP, SIDE = 1.05, 0.8, 0.5, 0.7
+TITLE_H, FOOT_H, GAP, SIDE = 1.2, 0.8, 0.5, 0.7
 # SVG text stays text (small, selectable) with a short font list; ids reproducible.
 RC = {"svg.fonttype": "none", "svg.hashsalt": "msltrans",
       "font.sans-serif": ["DejaVu Sans", "Arial"], "font.monospace": ["DejaVu Sans Mono"]}
