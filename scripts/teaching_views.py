@@ -7,8 +7,10 @@ examples and the tutorial tests make.
 
     python3 scripts/teaching_views.py [--out build/teaching] [--only vector_add softmax]
         [--no-png]
+    python3 scripts/teaching_views.py --readme   # docs/images/: the README's two pictures
 
-The README's pictures are made from the first entry (see README.md, "Teaching views").
+`--readme` runs the README's two commands (README_COMMANDS), screenshots the page with
+headless Chromium and writes small (256-colour) PNGs under docs/images/.
 """
 
 from __future__ import annotations
@@ -107,16 +109,62 @@ def make(k: Kernel, out: Path, png: bool = True) -> tuple[Path, list[Path], str]
     return page, [p.png for p in drawn if p.png is not None], text
 
 
+# The README's two commands; the page is then screenshot at the line of README_LINE.
+README_COMMANDS = [
+    ["dump", "examples/broadcast_2d.py", "--html", "build/teaching/readme/broadcast_2d.html"],
+    ["layout", "examples/broadcast_2d.py", "--value", "out", "--shape", "16x64",
+     "-o", "docs/images/layout-out.png"],
+]
+README_LINE = "out = x * scale"
+README_PAGE_PNG = "docs/images/teaching-page.png"
+
+
+def readme_images() -> None:
+    import shutil
+    import subprocess
+    import tempfile
+
+    from msltrans import cli
+
+    for argv in README_COMMANDS:
+        if cli.main(list(argv)):
+            raise SystemExit(f"msltrans {' '.join(argv)} failed")
+    page = (ROOT / README_COMMANDS[0][-1]).resolve()
+    source = (ROOT / README_COMMANDS[0][1]).read_text().split("\n")
+    line = next(n for n, t in enumerate(source, 1) if README_LINE in t)
+    browser = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome")
+                    if shutil.which(b)), None)
+    if browser is None:
+        raise SystemExit("no Chromium for the page's screenshot (apt-get install chromium)")
+    with tempfile.TemporaryDirectory() as profile:
+        subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu",
+                        "--hide-scrollbars", f"--user-data-dir={profile}",
+                        "--window-size=1500,1000", f"--screenshot={ROOT / README_PAGE_PNG}",
+                        f"{page.as_uri()}#L0:{line}"], check=True, capture_output=True,
+                       timeout=180)
+    from PIL import Image
+
+    for png in (ROOT / README_PAGE_PNG, ROOT / README_COMMANDS[1][-1]):
+        with Image.open(png) as im:
+            small = im.convert("RGB").quantize(colors=256, dither=Image.Dither.NONE)
+        small.save(png, optimize=True)
+        print(f"{png.relative_to(ROOT)}: {png.stat().st_size // 1024} KiB")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="build/teaching", help="output directory")
     ap.add_argument("--only", nargs="*", help="page names to make (default: all)")
     ap.add_argument("--no-png", action="store_true", help="pages only, no layout PNGs")
+    ap.add_argument("--readme", action="store_true", help="make the README's two pictures")
     args = ap.parse_args(argv)
     import os
 
     os.chdir(ROOT)  # the kernels' files are named relative to the repository
     sys.path.insert(0, str(ROOT))
+    if args.readme:
+        readme_images()
+        return 0
     out = Path(args.out)
     chosen = [k for k in KERNELS if not args.only or k.name in args.only]
     if args.only and len(chosen) != len(args.only):

@@ -23,11 +23,16 @@ from tests.support.teach_pages import BY_NAME, ROOT, captured
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 BROWSER = next((shutil.which(b) for b in BROWSERS if shutil.which(b)), None)
-pytestmark = pytest.mark.skipif(BROWSER is None, reason="no headless Chromium on this machine "
-                                "(apt-get install chromium; .ci/run installs it)")
+needs_browser = pytest.mark.skipif(BROWSER is None, reason="no headless Chromium on this "
+                                   "machine (apt-get install chromium; .ci/run installs it)")
 KERNEL = "broadcast_2d"
 WIDTH, HEIGHT = 1400, 1000
 HIGHLIGHT = (255, 243, 176)  # .ln.hl in page.css
+
+
+def test_ci_installs_the_browser() -> None:
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "apt-get install" in ci and "chromium" in ci
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +45,7 @@ def page(tmp_path_factory) -> Path:
 def _chromium(tmp_path: Path, url: str, *flags: str, height: int = HEIGHT) -> str:
     assert BROWSER is not None
     argv = [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-            "--no-first-run", "--disable-extensions", "--mute-audio",
+            "--no-first-run", "--disable-extensions", "--mute-audio", "--disable-dev-shm-usage",
             f"--user-data-dir={tmp_path / 'profile'}",
             "--host-resolver-rules=MAP * ~NOTFOUND",  # no network: the page must not need it
             f"--window-size={WIDTH},{height}", *flags, url]
@@ -67,6 +72,7 @@ def _count(img: np.ndarray, rgb: tuple[int, ...], tol: int = 6) -> int:
     return int((np.abs(img.astype(int) - np.array(rgb)).max(axis=2) <= tol).sum())
 
 
+@needs_browser
 def test_page_renders_with_the_selected_line_lit(page: Path, tmp_path: Path) -> None:
     line = _line_of("out = x * scale")
     img = _screenshot(tmp_path, f"{page.as_uri()}#L0:{line}")
@@ -85,6 +91,7 @@ def test_page_renders_with_the_selected_line_lit(page: Path, tmp_path: Path) -> 
     assert all(c > 300 for c in cols), cols
 
 
+@needs_browser
 def test_layout_pictures_render(page: Path, tmp_path: Path) -> None:
     # The whole page in one tall window (headless screenshots of a scrolled page come out
     # blank): the pictures are below the code columns.
@@ -97,6 +104,7 @@ def test_layout_pictures_render(page: Path, tmp_path: Path) -> None:
     assert (drawn.min(axis=2) < 235).mean() > 0.05
 
 
+@needs_browser
 def test_script_links_lines_and_builds_owner_tables(page: Path, tmp_path: Path) -> None:
     line = _line_of("out = x * scale")
     dom = _chromium(tmp_path, f"{page.as_uri()}#L0:{line}", "--dump-dom")
