@@ -178,3 +178,18 @@ def test_layout_help_teaches() -> None:
     out = subprocess.run([sys.executable, "-m", "msltrans.cli", "dump", "--help"],
                          capture_output=True, text=True, timeout=120)
     assert "--html OUT.html" in out.stdout
+
+
+def test_dump_html_of_a_saved_ttgir(kernel_file, tmp_path, capsys) -> None:
+    code, ttgir, err = run(capsys, "dump", str(kernel_file), *FLAGS, "--stage", "ttgir")
+    assert code == 0, err
+    saved = tmp_path / "tile.ttgir"
+    saved.write_text(ttgir)
+    page = tmp_path / "ttgir.html"
+    code, _, err = run(capsys, "dump", str(saved), "--html", str(page))
+    assert code == 0, err
+    html = page.read_text()
+    assert "lowered from the saved TTGIR tile.ttgir" in html
+    # The source comes from the locations the TTGIR keeps, and its lines are linked.
+    src = [e for e in read_page(html).elements if "src" in e.classes]
+    assert any("tl.sum(x, axis=1)" in e.text and "mapped" in e.classes for e in src)
