@@ -119,7 +119,13 @@ def test_every_msl_line_maps_to_a_source_line_or_is_marked(name: str) -> None:
             body += 1
         elif m.kind == "unlocated":
             assert m.op in unlocated, m
-    # The kernel body is mostly op code: the prologue is the signature and setup only.
-    prologue = sum(m.kind == "prologue" for m in msl)
-    assert body > 0 and prologue < 40 and body > 4 * prologue
-    assert msl[-1].kind == "epilogue"
+    # The parts are where they belong: helpers before `kernel void`, then the prologue (the
+    # signature and setup) as one block, then op code, and the closing brace last.
+    kernel_at = next(i for i, m in enumerate(msl) if m.text.startswith("kernel void"))
+    first_op = next(i for i, m in enumerate(msl) if m.kind in ("op", "unlocated")
+                    and i > kernel_at)
+    assert all(m.kind == "prologue" for m in msl[kernel_at:first_op])
+    assert all(m.kind != "prologue" for m in msl[:kernel_at] + msl[first_op:])
+    assert all(m.kind in ("helper", "op", "unlocated") for m in msl[:kernel_at])
+    assert [i for i, m in enumerate(msl) if m.kind == "epilogue"] == [len(msl) - 1]
+    assert body > 0
