@@ -9,6 +9,7 @@ window outlined). `panels` says where each panel sits, so the HTML page can answ
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 from dataclasses import dataclass
@@ -147,24 +148,29 @@ def _stamp(fig: Any, ax: Any, where: dict[str, list[tuple[float, float]]], size:
     PathCollection per label: the SVG defines the path once and reuses it; thousands of
     Text artists would take seconds to lay out). The SVG group of label L is `<kind>-L`."""
     from matplotlib.collections import PathCollection
-    from matplotlib.font_manager import FontProperties
-    from matplotlib.path import Path
-    from matplotlib.textpath import TextPath
     from matplotlib.transforms import Affine2D
 
-    prop = FontProperties(family="sans-serif", weight="bold" if bold else "normal")
     points_to_pixels = Affine2D().scale(1 / 72) + fig.dpi_scale_trans
     for label, xy in where.items():
-        path = TextPath((0, 0), label, size=size, prop=prop)
-        box = path.get_extents()
-        centred = Path(path.vertices - [(box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2],
-                       path.codes)
-        stamps = PathCollection([centred], offsets=xy, offset_transform=ax.transData,
-                                transform=points_to_pixels, facecolors="black",
-                                edgecolors="none")
+        stamps = PathCollection([_glyphs(label, size, bold)], offsets=xy,
+                                offset_transform=ax.transData, transform=points_to_pixels,
+                                facecolors="black", edgecolors="none")
         stamps.set_gid(f"{kind}-{label.replace(' ', '_')}")
         stamps.set_clip_on(False)  # inside the axes anyway; saves a clip group per stamp
         ax.add_collection(stamps, autolim=False)
+
+
+@functools.lru_cache(maxsize=512)
+def _glyphs(label: str, size: float, bold: bool) -> Any:
+    """The label's outline in points, centred on (0, 0)."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.path import Path
+    from matplotlib.textpath import TextPath
+
+    prop = FontProperties(family="DejaVu Sans", weight="bold" if bold else "normal")  # bundled
+    path = TextPath((0, 0), label, size=size, prop=prop)
+    box = path.get_extents()
+    return Path(path.vertices - [(box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2], path.codes)
 
 
 def _axes_style(ax: Any, own: Ownership, rows: int, cols: int, fine: bool) -> None:

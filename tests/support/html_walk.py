@@ -72,12 +72,13 @@ def read_page(text: str) -> PageReader:
     return reader
 
 
-def external_references(text: str) -> list[str]:
+def external_references(text: str, page: PageReader | None = None) -> list[str]:
     """Everything in the page that would make a browser fetch something: resource
     attributes that are not `#fragment` or `data:`, `url(...)` to anything but a fragment or
     data, `@import`, <link>/<iframe>/<object>/<embed>/<base>, scripts with src, and any
-    other attribute value naming a URL (XML namespace names excepted)."""
-    page = read_page(text)
+    other attribute value naming a URL (XML namespace names excepted). `page`: the text
+    already read."""
+    page = page or read_page(text)
     bad = []
     for el in page.elements:
         if el.tag in ("link", "iframe", "object", "embed", "base", "frame", "audio", "video"):

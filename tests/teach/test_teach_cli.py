@@ -94,6 +94,25 @@ def test_layout_of_a_tensor_type_to_svg(tmp_path, capsys) -> None:
     assert 'id="lane-0"' in svg and "x4" in svg.replace("_x4", " x4")  # replicated 4 times
 
 
+_PARENT = blocked_text([1, 1], [8, 4], [2, 2], [1, 0])
+
+
+@pytest.mark.parametrize("enc, shape, summary", [
+    (f"#ttg.dot_op<{{opIdx = 0, parent = {_PARENT}, kWidth = 0}}>", "16x8",
+     "tensor 16x8: 8 register(s) x 32 lanes x 4 simdgroup(s); each element held by 8"),
+    ("#ttg.linear<{register = [[0, 1]], lane = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], "
+     "warp = [[0, 0]], block = []}>", "8x8",
+     "tensor 8x8: 2 register(s) x 32 lanes x 2 simdgroup(s); each element held by 2"),
+    (f"#ttg.slice<{{dim = 1, parent = {_PARENT}}}>", "16",
+     "tensor 16: 1 register(s) x 32 lanes x 4 simdgroup(s); each element held by 8"),
+])
+def test_layout_of_each_kind_of_encoding(tmp_path, capsys, enc, shape, summary) -> None:
+    out = tmp_path / "k.svg"
+    code, stdout, err = run(capsys, "layout", enc, "--shape", shape, "-o", str(out))
+    assert code == 0, err
+    assert summary in stdout and out.read_text().count("<use") > 0
+
+
 @pytest.mark.parametrize("argv, message", [
     (["#blocked", "--shape", "4x4"], "is an alias"),
     ([blocked_text([1], [32], [4], [0])], "needs --shape"),

@@ -1,25 +1,25 @@
-"""`msltrans dump --html`: the page's structure, its links, its launch table, self-containment."""
+"""`msltrans dump --html`: the page of every example and tutorial kernel (what
+scripts/teaching_views.py makes), its structure, links, launch table, self-containment."""
 
 from __future__ import annotations
 
+import ast
 import json
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from msltrans import cli
 from msltrans.teach import mapping
-from msltrans.teach.page import build_page
 from msltrans.teach.values import layout_uses
-from tests.support.html_walk import external_references, read_page
-from tests.support.teach_pages import BY_NAME, captured
-
-PICTURED = ["vector_add", "broadcast_2d", "loops_and_branches", "tutorial02_softmax",
-            "tutorial05_layer_norm_bwd_dwdb"]  # pictures drawn here; all of them: test_gallery
+from scripts.teaching_views import KERNELS, make
+from tests.support.html_walk import PageReader, external_references, read_page
+from tests.support.teach_pages import BY_NAME, ROOT, captured
 
 
-def _check_structure(name: str, html: str) -> None:
+def _check_structure(name: str, html: str) -> PageReader:
     cap = captured(name)
     page = read_page(html)
     lines = [e for e in page.elements if "ln" in e.classes]
@@ -57,27 +57,57 @@ def _check_structure(name: str, html: str) -> None:
     assert [f.attrs["id"] for f in figures] == [u.anchor for u in uses]
     links = {e.attrs["href"] for e in page.elements if e.tag == "a" and "href" in e.attrs}
     assert {f"#{u.anchor}" for u in uses} <= links
-    assert external_references(html) == []
+    assert external_references(html, page) == []
+    return page
+
+
+KEPT = ["examples/*.py", "tests/e2e/tutorials/*.py"]
+
+
+def _launched_kernels(path: Path) -> set[str]:
+    """@triton.jit functions of a file that no other @triton.jit function of it calls."""
+    tree = ast.parse(path.read_text())
+    jit = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef) and any(
+        "jit" in ast.unparse(d) for d in f.decorator_list)}
+    called = {n.func.id for f in jit.values() for n in ast.walk(f)
+              if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in jit}
+    return set(jit) - called
+
+
+def test_every_kept_kernel_is_in_the_gallery() -> None:
+    kept = {(str(p.relative_to(ROOT)), k) for pattern in KEPT for p in sorted(ROOT.glob(pattern))
+            for k in _launched_kernels(p)}
+    assert kept == {(k.file, k.kernel) for k in KERNELS}
+    assert len({k.name for k in KERNELS}) == len(KERNELS)
 
 
 @pytest.mark.parametrize("name", sorted(BY_NAME))
-def test_page_structure(name: str) -> None:
-    _check_structure(name, build_page(captured(name), draw_pictures=False))
+def test_page_and_pictures_of_every_example_and_tutorial(name: str, tmp_path: Path) -> None:
+    """What scripts/teaching_views.py makes: the page, its pictures, one PNG per layout."""
+    from PIL import Image
 
-
-@pytest.mark.parametrize("name", PICTURED)
-def test_page_with_pictures(name: str) -> None:
-    html = build_page(captured(name))
-    _check_structure(name, html)
-    page = read_page(html)
+    page_path, pngs, html = make(BY_NAME[name], tmp_path)
+    assert page_path.read_text(encoding="utf-8") == html
+    page = _check_structure(name, html)
+    uses = layout_uses(captured(name).ttgir)
     boxes = [e for e in page.elements if "svgbox" in e.classes]
-    assert len(boxes) == len(layout_uses(captured(name).ttgir))
+    assert len(boxes) == len(uses) == len(pngs)
     ids = [e.attrs["id"] for e in page.elements if "id" in e.attrs]
     assert len(ids) == len(set(ids)), "SVG ids must not collide between pictures"
     for box in boxes:
         data = json.loads(box.attrs["data-layout"])
         assert data["panels"] and data["rows"] * data["cols"] == _numel(data["shape"])
     assert sum(e.tag == "svg" for e in page.elements) == len(boxes)
+    for png in pngs:
+        with Image.open(png) as im:
+            img = np.asarray(im.convert("RGB"))
+        assert img.shape[0] > 150 and _colours(img) > 20, png
+
+
+def _colours(img: np.ndarray) -> int:
+    """Distinct RGB colours (packed into one integer: np.unique over rows is slow)."""
+    rgb = img.reshape(-1, 3).astype(np.int64)
+    return len(np.unique(rgb[:, 0] << 16 | rgb[:, 1] << 8 | rgb[:, 2]))
 
 
 def _numel(shape: list[int]) -> int:
