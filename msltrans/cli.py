@@ -340,8 +340,13 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("--no-fp-fusion", action="store_true",
                       help="compile as enable_fp_fusion=False (no fma contraction of a*b+c)")
     dump.add_argument("--chip", default=DEFAULT_CHIP, help=f"target chip (default {DEFAULT_CHIP})")
+    dump.add_argument("--html", metavar="OUT.html", help="write a self-contained page instead: "
+                      "source | TTGIR | MSL side by side, launch metadata, layout pictures")
     sub.add_parser("info", help="show the engine, target and device properties",
                    description="Show which engine (mps or sim) and target this machine gets.")
+    from msltrans.teach.cli_hooks import add_layout_parser
+
+    add_layout_parser(sub)
     return parser
 
 
@@ -349,6 +354,10 @@ def main(argv: list[str] | None = None) -> int:
     import os
 
     args = build_parser().parse_args(argv)
+    if args.command == "layout" or getattr(args, "html", None):  # the teaching views
+        from msltrans.teach.cli_hooks import run
+
+        return run(args)
     if os.environ.get("MSLTRANS_TRACEBACK"):  # for debugging msltrans itself
         if args.command == "info":
             _info()
