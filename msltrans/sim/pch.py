@@ -51,11 +51,13 @@ def split_shim(text: str, shim_dir: str) -> tuple[str, str]:
 @functools.lru_cache(maxsize=4)
 def prelude_pch(compiler: Compiler) -> tuple[Path, str] | None:
     """(pch path, the shim text it holds), built once per compiler and header version."""
-    key = hashlib.sha256("\0".join([compiler.identity, headers_hash(), *LANGUAGE_FLAGS,
-                                    *PCH_CODEGEN]).encode()).hexdigest()[:24]
+    shim_dir = str(include_flags()[1])
+    # The PCH records the paths of the headers it read (and their mtimes): two checkouts
+    # with equal headers must not share one, or an edit in one breaks the other's builds.
+    key = hashlib.sha256("\0".join([compiler.identity, headers_hash(), shim_dir,
+                                    *LANGUAGE_FLAGS, *PCH_CODEGEN]).encode()).hexdigest()[:24]
     out = cache_dir()
     pch, reference = out / f"prelude-{key}.pch", out / f"prelude-{key}.shim"
-    shim_dir = str(include_flags()[1])
     if pch.exists() and reference.exists():
         return pch, reference.read_text()
     # The PCH records its input's path: the prelude lives next to it in the cache.
