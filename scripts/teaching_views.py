@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TUT = "tests/e2e/tutorials"
 
 
 @dataclass(frozen=True)
@@ -46,49 +45,40 @@ class Kernel:
         return args + list(self.extra)
 
 
-_ATTN_PTRS = "M=*fp32,desc_q=*fp16,desc_k=*fp16,desc_v=*fp16,desc_o=*fp16"
+WL = "tests/e2e/workloads"
 KERNELS = [
-    Kernel("vector_add", "examples/vector_add.py", "add_kernel", "n_elements=i32",
-           "BLOCK_SIZE=1024"),
+    Kernel("vector_add", "examples/vector_add.py", "vector_add_kernel", "n=i32", "BLOCK=1024"),
     Kernel("broadcast_2d", "examples/broadcast_2d.py", "scale_bias_kernel",
            "M=i32,N=i32,stride_xm=i32,stride_xn=i32,stride_om=i32", "BLOCK_M=16,BLOCK_N=64",
            extra=("--no-fp-fusion",)),
     Kernel("loops_and_branches", "examples/loops_and_branches.py", "row_stats_kernel",
            "steps_ptr=*i32,n_cols=i32,stride=i32", "BLOCK=128"),
-    Kernel("tutorial02_softmax", f"{TUT}/test_tutorial_softmax_layernorm.py", "softmax_kernel",
-           "input_row_stride=i32,output_row_stride=i32,n_rows=i32,n_cols=i32",
-           "BLOCK_SIZE=1024,num_stages=1"),
-    Kernel("tutorial03_matmul", f"{TUT}/tutorial_03_matmul.py", "matmul_kernel",
-           "a_ptr=*fp16,b_ptr=*fp16,c_ptr=*fp16,M=i32,N=i32,K=i32,stride_am=i32,"
-           "stride_ak=i32,stride_bk=i32,stride_bn=i32,stride_cm=i32,stride_cn=i32",
-           "BLOCK_SIZE_M=64,BLOCK_SIZE_N=64,BLOCK_SIZE_K=32,GROUP_SIZE_M=8,"
-           "ACTIVATION=leaky_relu"),
-    Kernel("tutorial04_dropout", f"{TUT}/test_tutorial_04_dropout.py", "_dropout",
-           "x_keep_ptr=*i1,n_elements=i32,p=fp32", "BLOCK_SIZE=1024"),
-    Kernel("tutorial04_seeded_dropout", f"{TUT}/test_tutorial_04_dropout.py",
-           "_seeded_dropout", "n_elements=i32,p=fp32,seed=i32", "BLOCK_SIZE=1024"),
-    Kernel("tutorial05_layer_norm_fwd", f"{TUT}/test_tutorial_softmax_layernorm.py",
-           "_layer_norm_fwd_fused", "X=*fp32,Y=*fp32,W=*fp32,B=*fp32,Mean=*fp32,Rstd=*fp32,"
-           "stride=i32,N=i32,eps=fp32", "BLOCK_SIZE=1024"),
-    Kernel("tutorial05_layer_norm_bwd_dx", f"{TUT}/test_tutorial_softmax_layernorm.py",
-           "_layer_norm_bwd_dx_fused", "DX=*fp32,DY=*fp32,DW=*fp32,DB=*fp32,X=*fp32,W=*fp32,"
-           "Mean=*fp32,Rstd=*fp32,Lock=*i32,stride=i32,N=i32",
-           "GROUP_SIZE_M=4,BLOCK_SIZE_N=512"),
-    Kernel("tutorial05_layer_norm_bwd_dwdb", f"{TUT}/test_tutorial_softmax_layernorm.py",
-           "_layer_norm_bwd_dwdb", "DW=*fp32,DB=*fp32,FINAL_DW=*fp32,FINAL_DB=*fp32,M=i32,"
-           "N=i32", "BLOCK_SIZE_M=32,BLOCK_SIZE_N=128"),
-    Kernel("tutorial06_attn_fwd", f"{TUT}/test_tutorial_06_attention.py", "_attn_fwd",
-           f"sm_scale=fp32,{_ATTN_PTRS},Z=i32,H=i32,N_CTX=i32",
-           "HEAD_DIM=64,BLOCK_M=128,BLOCK_N=64,FP8_OUTPUT=False,STAGE=3,"
-           "warp_specialize=False,IS_HOPPER=False"),
-    Kernel("tutorial06_attn_bwd_preprocess", f"{TUT}/test_tutorial_06_attention.py",
-           "_attn_bwd_preprocess", "O=*fp16,DO=*fp16,Delta=*fp32,Z=i32,H=i32,N_CTX=i32",
-           "BLOCK_M=128,HEAD_DIM=64"),
-    Kernel("tutorial06_attn_bwd", f"{TUT}/test_tutorial_06_attention.py", "_attn_bwd",
-           "Q=*fp16,K=*fp16,V=*fp16,sm_scale=fp32,DO=*fp16,DQ=*fp16,DK=*fp16,DV=*fp16,"
-           "M=*fp32,D=*fp32,stride_z=i32,stride_h=i32,stride_tok=i32,stride_d=i32,H=i32,"
-           "N_CTX=i32", "BLOCK_M1=32,BLOCK_N1=128,BLOCK_M2=128,BLOCK_N2=32,"
-           "BLK_SLICE_FACTOR=2,HEAD_DIM=64,CAUSAL=True"),
+    Kernel("tutorial02_softmax", f"{WL}/test_softmax_layernorm.py", "row_softmax_kernel",
+           "in_stride=i32,out_stride=i32,n_rows=i32,n_cols=i32", "BLOCK=1024,STAGES=1"),
+    Kernel("tutorial03_matmul", f"{WL}/grouped_matmul.py", "grouped_matmul_kernel",
+           "a_ptr=*fp16,b_ptr=*fp16,c_ptr=*fp16,M=i32,N=i32,K=i32,sa_m=i32,sa_k=i32,"
+           "sb_k=i32,sb_n=i32,sc_m=i32,sc_n=i32", "BM=64,BN=64,BK=32,GROUP_M=8,EPILOGUE=leaky"),
+    Kernel("tutorial04_dropout", f"{WL}/test_dropout.py", "keep_mask_dropout_kernel",
+           "keep_ptr=*i1,n=i32,p=fp32", "BLOCK=1024"),
+    Kernel("tutorial04_seeded_dropout", f"{WL}/test_dropout.py", "philox_dropout_kernel",
+           "n=i32,p=fp32,seed=i32", "BLOCK=1024"),
+    Kernel("tutorial05_layer_norm_fwd", f"{WL}/test_softmax_layernorm.py",
+           "layer_norm_fwd_rows", "row_stride=i32,N=i32,eps=fp32", "BLOCK=1024"),
+    Kernel("tutorial05_layer_norm_bwd_dx", f"{WL}/test_softmax_layernorm.py",
+           "layer_norm_bwd_dx_rows", "locks_ptr=*i32,row_stride=i32,N=i32",
+           "GROUPS=4,BLOCK_N=512"),
+    Kernel("tutorial05_layer_norm_bwd_dwdb", f"{WL}/test_softmax_layernorm.py",
+           "layer_norm_bwd_sum_groups", "GROUPS=i32,N=i32", "BLOCK_G=32,BLOCK_N=128"),
+    Kernel("tutorial06_attn_fwd", f"{WL}/test_attention.py", "flash_attn_fwd",
+           "sm_scale=fp32,lse_ptr=*fp32,Z=i32,H=i32,q=*fp16,k=*fp16,v=*fp16,o=*fp16,N_CTX=i32",
+           "HEAD_DIM=64,BLOCK_M=128,BLOCK_N=64,FP8=False,CAUSAL=True"),
+    Kernel("tutorial06_attn_bwd_preprocess", f"{WL}/test_attention.py", "flash_attn_bwd_delta",
+           "o_ptr=*fp16,do_ptr=*fp16,delta_ptr=*fp32,N_CTX=i32", "BLOCK_M=128,HEAD_DIM=64"),
+    Kernel("tutorial06_attn_bwd", f"{WL}/test_attention.py", "flash_attn_bwd",
+           "q_ptr=*fp16,k_ptr=*fp16,v_ptr=*fp16,sm_scale=fp32,do_ptr=*fp16,dq_ptr=*fp16,"
+           "dk_ptr=*fp16,dv_ptr=*fp16,lse_ptr=*fp32,delta_ptr=*fp32,stride_z=i32,stride_h=i32,"
+           "stride_tok=i32,stride_d=i32,H=i32,N_CTX=i32",
+           "BLOCK_M1=32,BLOCK_N1=128,BLOCK_M2=128,BLOCK_N2=32,SLICE=2,HEAD_DIM=64,CAUSAL=True"),
 ]
 
 

@@ -61,7 +61,7 @@ def _check_structure(name: str, html: str) -> PageReader:
     return page
 
 
-KEPT = ["examples/*.py", "tests/e2e/tutorials/*.py"]
+KEPT = ["examples/*.py", "tests/e2e/workloads/*.py"]
 
 
 def _launched_kernels(path: Path) -> set[str]:
