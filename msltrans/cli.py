@@ -149,10 +149,12 @@ class _MissingSpecialization(Exception):
 def _launch_comment(metadata: dict[str, Any]) -> str:
     lines = [f"// launch: kernel {metadata.get('name')}, {metadata.get('threads_per_group')} "
              f"threads per threadgroup, {metadata.get('shared')} bytes threadgroup memory"]
-    for i, p in enumerate(metadata.get("params", [])):
-        cast = f", arg_casts[{i}]={p['arg_cast']!r}" if p.get("arg_cast") else ""
-        lines.append(f"//   buffer({p['buffer_index']}): {p['name']} {p['triton_type']}"
-                     f" ({p['kind']}{cast})")
+    for p in metadata.get("params", []):
+        if p["kind"] == "pointer":
+            lines.append(f"//   buffer({p['buffer_index']}): {p['name']} {p['triton_type']}")
+        else:
+            lines.append(f"//   buffer({p['buffer_index']}) byte {p['offset']}: {p['name']} "
+                         f"{p['triton_type']} (scalar, in the argument struct)")
     return "\n".join(lines)
 
 

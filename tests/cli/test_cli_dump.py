@@ -76,7 +76,8 @@ def test_msl_stage_prints_kernel_and_launch_metadata(kernel_file, capsys):
     assert code == 0, err
     assert "kernel void add_kernel(" in out
     assert "// launch: kernel add_kernel, 128 threads per threadgroup" in out
-    assert "buffer(3): n_elements i32 (scalar, arg_casts[3]='int32')" in out
+    assert "buffer(3) byte 0: n_elements i32 (scalar, in the argument struct)" in out
+    assert "constant add_kernel_args& msl_args [[buffer(3)]]" in out
 
 
 def test_all_stages_have_headers(kernel_file, capsys):
