@@ -2,7 +2,7 @@
 
 The kernels `_dropout` and `_seeded_dropout` and their host wrappers are copied verbatim from
 `python/tutorials/04-low-memory-dropout.py` of intel/intel-xpu-backend-for-triton at commit
-6c1649935d (the tree DEVELOPERS.md checks out at /work/upstream; the kernels are identical in
+6c1649935d (the tree DEVELOPERS.md checks out as <triton-src>; the kernels are identical in
 triton-lang/triton v3.9). They launch as `kernel[grid](...)` on CPU tensors.
 
 References are numpy, written to the IR's semantics:

@@ -4,7 +4,7 @@
 The kernels `_attn_fwd_inner`, `_maybe_make_tensor_desc`, `_attn_fwd`, `_attn_bwd_preprocess`,
 `_attn_bwd_dkdv`, `_attn_bwd_dq` and `_attn_bwd` are copied verbatim from
 `python/tutorials/06-fused-attention.py` of intel/intel-xpu-backend-for-triton at commit
-6c1649935d (the tree DEVELOPERS.md checks out at /work/upstream). Dropped: the
+6c1649935d (the tree DEVELOPERS.md checks out as <triton-src>). Dropped: the
 `@triton.autotune(...)` decorator on `_attn_fwd` (its configs are CUDA block sizes; the tests
 pass BLOCK_M / BLOCK_N / num_warps as one config would) and the `torch.autograd.Function`
 wrapper; `attn_forward` / `attn_backward` below launch the kernels the way its
