@@ -24,6 +24,7 @@ from msltrans.sim.compiler import (
 from msltrans.sim.discover import find_kernels
 from msltrans.sim.entries import generate_entries
 from msltrans.sim.errors import CompileError
+from msltrans.sim.nan_canon import canonicalize_nans
 from msltrans.sim.pch import PCH_CODEGEN, USE_PCH, prelude_pch, split_shim
 from msltrans.sim.prepare import (
     KERNEL_MARK,
@@ -34,6 +35,8 @@ from msltrans.sim.prepare import (
 )
 from msltrans.sim.signatures import KernelSignature
 
+# Unoptimised LLVM IR (the optimiser runs once, after the NaN rewrite).
+IR_FLAGS = ("-S", "-emit-llvm", "-Xclang", "-disable-llvm-passes")
 # Before the user's source: the ABI (so entries and rewrites can name it even if the
 # shim never includes it) and the entry helpers.
 PRELUDE_FLAGS = ("-include", "msl_sim/entry.h")
@@ -113,11 +116,18 @@ def build(source: str, name: str, compiler: Compiler, key: str,
                 text, pch_flags = rest, [*USE_PCH, str(prelude[0])]
         prepared = f"{name}.ii"
         Path(work, prepared).write_text(text + "\n" + generate_entries(kernels))
-        tmp = temp_output(library)
+        # To LLVM IR before any optimisation, NaNs made Apple's (nan_canon.py), then optimised
+        # and compiled as one.
         argv = [*compiler.argv, *flags, *CODEGEN_FLAGS, *includes, *pch_flags,
-                "-o", str(tmp), prepared, "-x", "none", *compiler.link_flags]
+                *IR_FLAGS, "-o", f"{name}.ll", prepared]
+        _run(argv, work, "compiling", name, keep)
+        ir = Path(work, f"{name}.ll")
+        ir.write_text(canonicalize_nans(ir.read_text()))
+        tmp = temp_output(library)
+        argv = [*compiler.argv, "-x", "ir", *CODEGEN_FLAGS, "-ffp-contract=off",
+                "-o", str(tmp), f"{name}.ll", "-x", "none", *compiler.link_flags]
         try:
-            _run(argv, work, "compiling", name, keep)
+            _run(argv, work, "compiling (LLVM IR)", name, keep)
             os.replace(tmp, library)
         finally:
             tmp.unlink(missing_ok=True)
