@@ -70,8 +70,10 @@ def test_jit_launch_refuses_at_3_1(monkeypatch: pytest.MonkeyPatch, tmp_path) ->
 
     monkeypatch.setenv(msl_version.ENV, "3.1")
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    counter_kernel.device_caches.clear()  # compiled kernels are kept per launch options
     count, out = torch.zeros(1, dtype=torch.int32), torch.zeros(2, dtype=torch.int32)
     with pytest.raises(MetalNonRecoverableError, match="needs MSL 3.2"):
         counter_kernel[(2,)](count, out, SEM="acq_rel")
     counter_kernel[(2,)](count, out, SEM="relaxed")
     assert count.item() == 2
+    counter_kernel.device_caches.clear()
