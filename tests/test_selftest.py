@@ -38,6 +38,24 @@ def test_quick_selftest_passes_and_writes_the_receipt(tmp_path, capsys) -> None:
             if output["vs_simulator"]["exact_claimed"]:
                 assert output["vs_simulator"]["bytes_equal"], (case["name"], name)
     assert "receipt:" in capsys.readouterr().out
+    _emitted_metal_is_listed()
+
+
+def _emitted_metal_is_listed() -> None:
+    """Every Metal name in the MSL the self-test's kernels compiled to is in
+    docs/msl-subset.md (msltrans/msl_subset.py)."""
+    from triton.runtime.jit import JITFunction
+
+    from msltrans import msl_subset
+    from msltrans.selftest import kernels
+    from tests.test_docs_msl_subset import metal_names_in
+
+    sources = [k.asm["msl"] for fn in vars(kernels).values() if isinstance(fn, JITFunction)
+               for cache in fn.device_caches.values() for k in cache[0].values()]
+    assert len(sources) >= 10
+    text = "\n".join(s.decode() if isinstance(s, bytes) else s for s in sources)
+    unlisted = metal_names_in(text) - set(msl_subset.all_names())
+    assert not unlisted, f"emitted but not in docs/msl-subset.md: {sorted(unlisted)}"
 
 
 def test_a_difference_from_the_simulator_bytes_fails(monkeypatch, tmp_path) -> None:  # noqa: ANN001
