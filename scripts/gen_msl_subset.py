@@ -33,6 +33,19 @@ def render() -> str:
         f"({msl_version.MACOS_FOR[msl_version.MINIMUM]}) and later: what needs more is refused "
         "below it (`msltrans/msl_version.py`; docs/simulator.md, \"Language version\").",
         "",
+        "| macOS | MSL `torch.mps.compile_shader` compiles with | msltrans |",
+        "| --- | --- | --- |",
+        "| 13 and older | (PyTorch's MPS backend needs macOS 14) | not supported |",
+        *[f"| {macos}{'+' if i == 0 else ''} | {msl_version.text(v)} | "
+          + ("everything" if v >= 320 else "everything except fences (atomics with sem other "
+             "than relaxed, volatile loads): refused") + " |"
+          for i, (macos, v) in enumerate(msl_version.TORCH_MSL_BY_MACOS)],
+        "",
+        "Sources: PyTorch's `MetalShaderLibrary::compileLibrary` "
+        "(aten/src/ATen/native/mps/OperationUtils.mm) picks the language version by macOS; the",
+        "specification's §1.6.10 pairs `metal3.1` with macOS 14, `metal3.2` with macOS 15 and",
+        "`metal4.0` with the macOS after it (macOS 26).",
+        "",
         "| feature | MSL names | specification | since MSL | used for |",
         "| --- | --- | --- | --- | --- |",
     ]
