@@ -46,10 +46,11 @@ def lower_ttgir(mod: Any, opt: Any = None) -> Any:
     from msltrans.lower import lower_module
 
     kwargs = {}
+    takes = inspect.signature(lower_module).parameters
     # enable_fp_fusion decides whether a*b+c becomes fma(); pass it once the lowering takes it.
-    if opt is not None and "enable_fp_fusion" in inspect.signature(lower_module).parameters:
+    if opt is not None and "enable_fp_fusion" in takes:
         kwargs["enable_fp_fusion"] = opt.enable_fp_fusion
-    if opt is not None and getattr(opt, "msl_version", 0):
+    if opt is not None and getattr(opt, "msl_version", 0) and "msl_version_target" in takes:
         kwargs["msl_version_target"] = opt.msl_version
     return lower_module(read_module(mod), **kwargs)
 

@@ -13,10 +13,12 @@ read a NaN's sign (symmetric `tl.clamp`, `signbit`, `copysign`) then agree with 
 backend on NaNs that arithmetic produced.
 
 How: the kernel is compiled to unoptimised LLVM IR, every floating-point `fadd`, `fsub`,
-`fmul`, `fdiv`, `frem` and every call returning a float type (the `llvm.fma`/`llvm.sqrt`
-intrinsics, libm) gets `select(isnan(r), NaN, r)` after it, and the IR is then optimised
-and compiled as before. Sign-bit operations (`fneg`, `llvm.fabs`, `llvm.copysign`),
-conversions, loads, min/max and rounding intrinsics are left as they are.
+`fmul`, `fdiv`, `frem`, every arithmetic intrinsic (`llvm.fma`, `llvm.sqrt`, `llvm.exp`, ...)
+and every call of a float-returning function the module does not define (libm) gets
+`select(isnan(r), NaN, r)` after it, and the IR is then optimised and compiled as before.
+Sign-bit operations (`fneg`, `llvm.fabs`, `llvm.copysign`), conversions, loads, selects,
+min/max and rounding intrinsics, and calls of the module's own functions (whose arithmetic is
+rewritten inside them; `as_type` and friends only move bits) are left as they are.
 """
 
 from __future__ import annotations
@@ -31,11 +33,13 @@ _BINARY = re.compile(rf"^(?P<indent>\s*){_NAME} = (?:fadd|fsub|fmul|fdiv|frem)\b
                      rf"(?:\s+[a-z]+)*\s+{_TYPE} ")
 _CALL = re.compile(rf"^(?P<indent>\s*){_NAME} = (?:\w+ )*call\b[^@\n]*?\s{_TYPE} "
                    r"(?P<callee>@[-\w$.]+)\(")
-# Intrinsics whose result keeps an input's bits (sign operations, min/max, rounding): not
-# arithmetic, left alone.
-_KEEP = re.compile(r"@llvm\.(fabs|copysign|minnum|maxnum|minimum|maximum|minimumnum|"
-                   r"maximumnum|floor|ceil|trunc|rint|nearbyint|round|roundeven|canonicalize|"
-                   r"arithmetic\.fence|ssa\.copy|vector\.reduce\.fmin|vector\.reduce\.fmax)")
+# Calls whose result is a new float value: the arithmetic intrinsics and functions the
+# module does not define (libm). Calls of functions it defines are left alone — their own
+# arithmetic is rewritten inside them, and many only move bits (as_type, selects, loads).
+_ARITH_INTRINSIC = re.compile(r"@llvm\.(fma|fmuladd|sqrt|exp|exp2|exp10|log|log2|log10|pow|"
+                              r"powi|sin|cos|tan|asin|acos|atan|atan2|sinh|cosh|tanh|ldexp|"
+                              r"vector\.reduce\.fadd|vector\.reduce\.fmul)\.")
+_DEFINE = re.compile(r"^define\b[^@\n]*(@[-\w$.]+|@\"[^\"]*\")\(", re.M)
 
 
 def _renamed(name: str) -> str:
@@ -62,13 +66,17 @@ def _fix(indent: str, name: str, lanes: str | None, element: str) -> str:
 
 def canonicalize_nans(ir: str) -> str:
     """The IR with a NaN canonicalisation after every float arithmetic result."""
+    defined = set(_DEFINE.findall(ir))
     out: list[str] = []
     for line in ir.split("\n"):
         match = _BINARY.match(line)
         if match is None:
             match = _CALL.match(line)
-            if match is not None and _KEEP.match(match.group("callee")):
-                match = None
+            if match is not None:
+                callee = match.group("callee")
+                if callee in defined or (callee.startswith("@llvm.")
+                                         and not _ARITH_INTRINSIC.match(callee)):
+                    match = None
         if match is None:
             out.append(line)
             continue
