@@ -86,6 +86,16 @@ def converter(name: str, triton_type: str) -> tuple[Callable[[Any], bytes], int]
     return table[ty]
 
 
+# One struct format per field, for the per-launch fast path: values in range pack directly;
+# anything else (wrapping ints, huge floats) falls back to the converters above.
+_FAST = {"i8": "b", "u8": "B", "i16": "h", "u16": "H", "i32": "i", "u32": "I", "i64": "q",
+         "u64": "Q", "i1": "?", "fp16": "e", "fp32": "f", "fp64": "f"}
+
+
+def _bf16_fast(value: Any) -> int:
+    return _f32_bits(float(value)) >> 16
+
+
 class ScalarPacker:
     """Built once per compiled kernel; `pack(values)` runs per launch."""
 
@@ -105,11 +115,42 @@ class ScalarPacker:
                     f"scalar `{name}` ({triton_type}) at offset {offset} does not fit the "
                     f"{size}-byte argument struct")
             self.plan.append((offset, pack))
+        self._fast, self._fast_bf16 = self._fast_format(fields, size)
+        self._order = sorted(range(len(fields)), key=lambda i: fields[i][1] or 0)
+
+    @staticmethod
+    def _fast_format(fields: Sequence[tuple[str, int | None]], size: int
+                     ) -> tuple[struct.Struct | None, tuple[int, ...]]:
+        """One `struct.Struct` for the whole argument struct (pad bytes between fields)."""
+        order = sorted(range(len(fields)), key=lambda i: fields[i][1] or 0)
+        fmt, at, bf16 = "<", 0, []
+        for i in order:
+            ty = _TYPE_ALIASES.get(fields[i][0], fields[i][0])
+            offset = fields[i][1] or 0
+            code = "H" if ty == "bf16" else _FAST.get(ty)
+            if code is None or offset < at:
+                return None, ()
+            fmt += "x" * (offset - at) + code
+            at = offset + struct.calcsize("<" + code)
+            if ty == "bf16":
+                bf16.append(i)
+        fmt += "x" * (size - at)
+        return struct.Struct(fmt), tuple(bf16)
 
     def pack_bytes(self, values: Sequence[Any]) -> bytes:
         if len(values) != len(self.plan):
             raise MetalNonRecoverableError(
                 f"{len(values)} scalar values for {len(self.plan)} scalar arguments")
+        if self._fast is not None:
+            fast = values
+            if self._fast_bf16:
+                fast = list(values)
+                for i in self._fast_bf16:
+                    fast[i] = _bf16_fast(fast[i])
+            try:
+                return self._fast.pack(*(fast[i] for i in self._order))
+            except (OverflowError, struct.error, TypeError):
+                pass  # out of range for the plain format: wrap / convert as Triton does
         buf = bytearray(self.size)
         for (offset, pack), value in zip(self.plan, values, strict=True):
             data = pack(value)

@@ -119,3 +119,24 @@ def test_more_pointers_than_buffer_slots_is_refused() -> None:
     source = PRELUDE + f"def wide({', '.join(names)}):\n    tl.store(p0, tl.load(p31))\n"
     with pytest.raises(MetalNonRecoverableError, match="32 Metal buffers.*buffer\\(30\\)"):
         lower_module(read_module(to_ttgir(source, {n: "*fp32" for n in names}, {}, 1)))
+
+
+def test_fast_path_equals_the_per_field_converters() -> None:
+    from msltrans.runtime.scalar_args import converter
+
+    fields = [("i64", 0), ("fp32", 8), ("u32", 12), ("bf16", 16), ("fp16", 18), ("i16", 20),
+              ("i8", 22), ("i1", 23)]
+    packer = ScalarPacker(fields, 24)
+    rng = np.random.default_rng(0)
+    cases = [[-5, 0.1, 7, 1.5, 2.0, -3, 4, True],            # all in range: fast path
+             [2**63 + 1, 1e39, -1, -3.0, 1.0, 70000, 300, 0],  # wrapping / inf: fallback
+             *[[int(rng.integers(-2**40, 2**40)), float(rng.standard_normal() * 1e3),
+                int(rng.integers(0, 2**32)), float(rng.standard_normal()),
+                float(rng.standard_normal()), int(rng.integers(-2**15, 2**15)),
+                int(rng.integers(-128, 128)), bool(rng.integers(0, 2))] for _ in range(50)]]
+    for values in cases:
+        slow = bytearray(24)
+        for (ty, offset), v in zip(fields, values, strict=True):
+            data = converter("v", ty)[0](v)
+            slow[offset:offset + len(data)] = data
+        assert packer.pack_bytes(values) == bytes(slow), values
