@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-# /work/..., /root/..., /home/<user>/...: the pattern of git grep -nE '/(work|root|home/[a-z_]+)/'
+# Directories under work, root or home/<user> at the file system root (the git grep check).
 MACHINE_PATH = re.compile(r"/(work|root|home/[a-z_]+)/")
 
 
