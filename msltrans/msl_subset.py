@@ -77,8 +77,8 @@ FEATURES: tuple[Feature, ...] = (
     Feature("fences", ("atomic_thread_fence", "memory_order_seq_cst", "thread_scope_device",
                        "thread_scope_threadgroup"), "6.15.1-6.15.3", "3.2",
             "sem != 'relaxed', volatile loads"),
-    Feature("limit macros", ("NAN",), "6.5 (constants)",
-            "1.0", "NaN literals"),
+    Feature("float constants", ("NAN",), "6.5, Table 6.5",
+            "1.2", "NaN literals"),
 )
 
 # Metal names that could appear in emitted code but do not (checked: using one means adding
