@@ -18,8 +18,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from msltrans import msl_version
 from msltrans.sim.build import PRELUDE_FLAGS
-from msltrans.sim.compiler import LANGUAGE_FLAGS, find_compiler, include_flags
+from msltrans.sim.compiler import find_compiler, include_flags, language_flags
 from msltrans.sim.discover import find_kernels
 from msltrans.sim.entries import generate_entries
 from msltrans.sim.prepare import mark_source, rewrite_threadgroup_decls, split_preprocessed
@@ -46,8 +47,9 @@ def _prepared(msl: str, work: Path) -> Path:
     includes = include_flags()
     name = "kernel.metal"
     Path(work, name).write_text(mark_source(msl))
-    pre_text = subprocess.run([*compiler.argv, "-E", *LANGUAGE_FLAGS, *includes, *PRELUDE_FLAGS,
-                               name], cwd=work, capture_output=True, text=True, check=True).stdout
+    lang = language_flags(msl_version.DEFAULT)
+    pre_text = subprocess.run([*compiler.argv, "-E", *lang, *includes, *PRELUDE_FLAGS, name],
+                              cwd=work, capture_output=True, text=True, check=True).stdout
     pre = split_preprocessed(pre_text, includes[1])
     kernels, pre.text = find_kernels(pre)
     text, _ = rewrite_threadgroup_decls(pre)
@@ -73,7 +75,8 @@ def _ours(llvm_name: str, names: set[str]) -> bool:
 
 def stack_facts(msl: str, kernel: str) -> dict[str, int]:
     compiler = find_compiler()
-    flags = [*compiler.argv, *LANGUAGE_FLAGS, *include_flags(), "-O2", "-fPIC"]
+    lang = language_flags(msl_version.DEFAULT)
+    flags = [*compiler.argv, *lang, *include_flags(), "-O2", "-fPIC"]
     names = _declared(msl)
     with tempfile.TemporaryDirectory(prefix="msltrans-stack-") as tmp:
         work = Path(tmp)

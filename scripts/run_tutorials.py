@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run Triton's tutorials 01–06, unmodified, through msltrans and write a markdown summary.
 
-    python scripts/run_tutorials.py --triton-src /work/upstream [--only 04 06] \
+    python scripts/run_tutorials.py --triton-src <triton-src> [--only 04 06] \
         [--timeout 420] [--case-timeout 120] [--out docs/conformance-tutorials.md] [--merge]
 
 Each tutorial file `<src>/python/tutorials/NN-*.py` runs as `__main__` (runpy) in a child
@@ -42,6 +42,15 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts" / "conformance"))
+from portable import portable_argv as _portable_argv  # noqa: E402
+from portable import tree_commit  # noqa: E402
+
+
+def _tree_label(src: Path) -> str:
+    commit = tree_commit(src, "MSLTRANS_TRITON_MIRROR")
+    return f"<triton-src> at {commit}" if commit else "<triton-src>"
+
 DEFAULT_OUT = ROOT / "docs" / "conformance-tutorials.md"
 TUTORIALS = ("01", "02", "03", "04", "05", "06")
 BUDGET = "exceeds the simulator budget"
@@ -548,9 +557,10 @@ def main(argv: list[str] | None = None) -> int:
     args.log.parent.mkdir(parents=True, exist_ok=True)
     args.log.write_text("", encoding="utf-8")
     t0 = time.perf_counter()
-    entries = [{**run_tutorial(nn, path, args, args.log), "src": str(args.triton_src)}
+    src_label = _tree_label(args.triton_src)  # the tree's commit, not this machine's path
+    entries = [{**run_tutorial(nn, path, args, args.log), "src": src_label}
                for nn, path in find_tutorials(args.triton_src, args.only)]
-    shown = [a for a in (argv if argv is not None else sys.argv[1:])]
+    shown = _portable_argv(argv if argv is not None else sys.argv[1:])
     command = shlex.join(["python", "scripts/run_tutorials.py", *shown])
     wall = time.perf_counter() - t0
     if args.merge and args.json.exists():
@@ -571,7 +581,7 @@ def main(argv: list[str] | None = None) -> int:
             "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "wall_s": wall, "timeout": args.timeout,
             "case_timeout": args.case_timeout, "machine": _machine(),
-            "python": platform.python_version(), "src": args.triton_src, **_versions()}
+            "python": platform.python_version(), "src": src_label, **_versions()}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(render(entries, meta), encoding="utf-8")
     if args.json:

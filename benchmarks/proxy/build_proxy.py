@@ -59,9 +59,9 @@ def _run_sim_program(program: Any, size: Size, data: dict[str, np.ndarray]) -> N
         args.append(data[v] if isinstance(v, str) else v)
     gx, gy, gz = size.launch.grid
     t = program.threads_per_group
-    getattr(lib, program.kernel_name)(*args, threads=(gx * t, gy, gz), group_size=(t, 1, 1),
-                                      arg_casts=program.arg_casts,
-                                      buffer_alignment=dict(program.buffer_alignment))
+    kernel = getattr(lib, program.kernel_name)
+    kernel(*program.engine_args(args), threads=(gx * t, gy, gz), group_size=(t, 1, 1),
+           arg_casts=program.arg_casts, buffer_alignment=dict(program.buffer_alignment))
 
 
 def _run_sim_hand(hand: Hand, data: dict[str, np.ndarray]) -> None:

@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
+from msltrans import msl_version
 from msltrans.analysis.axis_info import AxisAnalysis
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir.model import Block, Op, Value
@@ -61,6 +62,14 @@ class Emitter:
         self.axis: AxisAnalysis | None = None
         # buffer index -> alignment in bytes the emitted accesses assume (MslProgram).
         self.buffer_alignment: dict[int, int] = {}
+        self.msl_version = msl_version.DEFAULT  # the target (lower_module sets it)
+        self.msl_features: set[str] = set()  # version-gated features the kernel uses
+
+    def require_msl(self, feature: str, what: str) -> None:
+        """Use a version-gated MSL feature (msltrans/msl_version.py), or refuse the op."""
+        msl_version.require(feature, self.msl_version, what=what, location=self.where(),
+                            op=self.op.name if self.op else None)
+        self.msl_features.add(feature)
 
     # ---- names -----------------------------------------------------------------------
     def fresh(self, hint: str | None) -> str:

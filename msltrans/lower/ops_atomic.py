@@ -52,6 +52,8 @@ def _fences(em: Emitter, sem: str, scope: str) -> tuple[str, str]:
         em.fail(f"atomic scope `{scope}`: Metal has no system-scope atomics",
                 "use scope='gpu' (device) or scope='cta' (threadgroup)")
     fence = f"atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, {_SCOPES[scope]});"
+    if sem != "relaxed":
+        em.require_msl("atomic_thread_fence", f"an atomic with sem={sem!r} (its fences)")
     pre = fence if sem in ("release", "acq_rel") else ""
     post = fence if sem in ("acquire", "acq_rel") else ""
     return pre, post

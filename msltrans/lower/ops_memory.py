@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from msltrans.ir.model import Op, Value
 from msltrans.ir.types import PointerType, ScalarType
-from msltrans.lower import msl_types, vector_access
+from msltrans.lower import msl_types, ops_volatile, vector_access
 from msltrans.lower.emitter import LANE, REG, TID, WARP, Emitter
 from msltrans.lower.pointer_roots import shares_buffer_with_other_access
 from msltrans.lower.registry import lowers
@@ -52,6 +52,8 @@ def _check_memory_attrs(em: Emitter, op: Op) -> None:
 
 @lowers("tt.load")
 def load(em: Emitter, op: Op) -> None:
+    if op.attrs.get("isVolatile"):
+        return ops_volatile.volatile_load(em, op)  # relaxed atomic loads (ops_volatile.py)
     _check_memory_attrs(em, op)
     ptr = op.operands[0]
     mask = op.operands[1] if len(op.operands) > 1 else None

@@ -28,6 +28,10 @@ ELEMENT_BYTES = {"char": 1, "uchar": 1, "short": 2, "ushort": 2, "half": 2, "bfl
 MAX_BYTES = 16  # Apple GPUs, like NVIDIA's, access at most 16 bytes per instruction
 _WORD = {2: "ushort", 4: "uint", 8: "uint2", 16: "uint4"}
 _LANES = "xyzw"
+# (element, count) -> the MSL vector type that packs sub-word elements into one word.
+_SUBWORD = {("char", 2): "char2", ("char", 4): "char4", ("uchar", 2): "uchar2",
+            ("uchar", 4): "uchar4", ("short", 2): "short2", ("ushort", 2): "ushort2",
+            ("half", 2): "half2", ("bfloat", 2): "bfloat2"}
 
 
 @dataclass(frozen=True)
@@ -112,7 +116,7 @@ def unpack(p: VectorPlan, out: str, reg: str) -> list[str]:
             src = f"as_type<{p.elem}>(uint2({_piece(p, 2 * i)}, {_piece(p, 2 * i + 1)}))"
         else:
             per = (4 if p.nbytes >= 4 else p.nbytes) // eb
-            src = f"as_type<{p.elem}{per}>({_piece(p, i // per)}).{_LANES[i % per]}"
+            src = f"as_type<{_SUBWORD[p.elem, per]}>({_piece(p, i // per)}).{_LANES[i % per]}"
         lines.append(f"{dst} = {src};")
     return lines
 
@@ -130,7 +134,7 @@ def pack(p: VectorPlan, value: str, reg: str, conv: str = "") -> str:
     else:
         per = (4 if p.nbytes >= 4 else p.nbytes) // eb
         word = "uint" if p.nbytes >= 4 else "ushort"
-        pieces = [f"as_type<{word}>({p.elem}{per}({', '.join(elems[j:j + per])}))"
+        pieces = [f"as_type<{word}>({_SUBWORD[p.elem, per]}({', '.join(elems[j:j + per])}))"
                   for j in range(0, p.width, per)]
     return pieces[0] if len(pieces) == 1 else f"{p.word}({', '.join(pieces)})"
 
@@ -148,9 +152,11 @@ def require_alignment(em: Emitter, ptr: Value, nbytes: int) -> None:
     args = kernel_argument_ids(em)
     found = roots(em, ptr, args)
     need: dict[int, int] = getattr(em, "buffer_alignment", {})
-    for index, arg in enumerate(fn.args):
-        if (found is None or arg.value.id in found) and isinstance(arg.value.type, PointerType):
-            need[index] = max(need.get(index, 1), min(nbytes, arg.divisibility or 1))
+    # Pointers bind buffer 0, 1, ... in argument order (lower/kernel.py); scalars do not.
+    pointers = [arg for arg in fn.args if isinstance(arg.value.type, PointerType)]
+    for buffer, arg in enumerate(pointers):
+        if found is None or arg.value.id in found:
+            need[buffer] = max(need.get(buffer, 1), min(nbytes, arg.divisibility or 1))
     em.buffer_alignment = need  # type: ignore[attr-defined]
 
 

@@ -255,19 +255,24 @@ def _config_hash() -> str:
 
 
 def compile_shader(source: str, name: str = "shader.metal",
-                   include_dirs: list[str] | tuple[str, ...] = ()) -> Library:
+                   include_dirs: list[str] | tuple[str, ...] = (),
+                   msl_version: int | str | None = None) -> Library:
     """Compile MSL for the CPU simulator (cached in memory and on disk).
 
     `name` is the file name diagnostics and fault reports show; `include_dirs` are searched
     for `#include "..."`/`<...>` before the shim (their headers' contents are checked when a
-    cached build is reused)."""
+    cached build is reused). `msl_version` (310, "3.2", ...; default: msltrans.msl_version.
+    target()) sets `__METAL_VERSION__`; the shim offers only that version's features."""
+    from msltrans import msl_version as versions
+
+    version = versions.parse(msl_version) if msl_version else versions.target()
     dirs = tuple(str(Path(d).resolve()) for d in include_dirs)
-    text = "\0".join([_config_hash(), name, *dirs, source])
+    text = "\0".join([_config_hash(), str(version), name, *dirs, source])
     key = hashlib.sha256(text.encode()).hexdigest()
     cached = _loaded.get(key)
     if cached is not None and not (cached.deps and deps_changed(cached.deps)):
         return cached
-    built = load_built(key) or build(source, name, find_compiler(), key, dirs)
+    built = load_built(key) or build(source, name, find_compiler(), key, dirs, version)
     library = Library(built.library, built.kernels, source, Path(name).name, built.deps)
     _loaded[key] = library
     return library

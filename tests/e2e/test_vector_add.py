@@ -49,7 +49,10 @@ def scalar_args_kernel(out_ptr, a, b, c, flag, BLOCK: tl.constexpr):
 def test_scalar_argument_kinds() -> None:
     out = np.zeros(64, np.float32)
     program = run_kernel(scalar_args_kernel, (1,), out, 7, 2**40, 0.25, True, BLOCK=64)
-    assert [p.arg_cast for p in program.params[1:]] == ["int32", "int64", "float", "uint8"]
+    # one constant struct after the pointer: i64 first (8-byte aligned), then i32, fp32, i1
+    assert [(p.msl_type, p.buffer_index, p.offset) for p in program.params[1:]] == [
+        ("int", 1, 8), ("long", 1, 0), ("float", 1, 12), ("bool", 1, 16)]
+    assert program.args_size == 24 and program.arg_casts == {1: "uint8"}
     np.testing.assert_array_equal(out, np.float32(7 * 2 + 0.25) + np.arange(64, dtype=np.float32))
 
 

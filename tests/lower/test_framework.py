@@ -36,7 +36,8 @@ def test_program_metadata() -> None:
     assert [(q.name, q.kind, q.triton_type, q.buffer_index) for q in p.params] == [
         ("a_ptr", "pointer", "*fp32", 0), ("b_ptr", "pointer", "*fp32", 1),
         ("out_ptr", "pointer", "*fp32", 2), ("n", "scalar", "i32", 3)]
-    assert p.params[3].arg_cast == "int32" and p.arg_casts == {3: "int32"}
+    # the scalar lives in the argument struct, bound after the pointers
+    assert p.params[3].offset == 0 and p.args_size == 4 and p.arg_casts == {3: "uint8"}
     assert p.shared_bytes == 0
     check_msl_compiles(p.source)
 

@@ -37,7 +37,7 @@ def test_mps_engine_compiles_loads_and_dispatches(engine: mps.MpsEngine) -> None
     assert engine.max_threads(fn) >= program.threads_per_group
     t = program.threads_per_group
     grid = (n + block - 1) // block
-    fn(x, y, out, n, threads=(grid * t, 1, 1), group_size=(t, 1, 1),
+    fn(*program.engine_args((x, y, out, n)), threads=(grid * t, 1, 1), group_size=(t, 1, 1),
        arg_casts=program.arg_casts)
     assert np.array_equal(out.numpy(), (x + y).numpy())
 

@@ -91,9 +91,11 @@ def _check_msl_compiles(source: str) -> None:
                      r"threadgroup \1* \2 = (threadgroup \1*)0;", source)
     with tempfile.NamedTemporaryFile("w", suffix=".metal", delete=False) as f:
         f.write(checked)
-    cmd = [clang, "-x", "clcpp", "-cl-std=clc++2021", "-cl-no-stdinc", "-Xclang",
-           "-cl-ext=-cl_khr_fp64,-__opencl_c_fp64", "-Wno-unknown-attributes",
-           "-Wno-ignored-attributes", "-I", str(SIM_INCLUDE), "-fsyntax-only", f.name]
+    from msltrans import msl_version
+    from msltrans.sim.compiler import language_flags
+
+    cmd = [clang, *language_flags(msl_version.target()), "-I", str(SIM_INCLUDE),
+           "-fsyntax-only", f.name]
     res = subprocess.run(cmd, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[:4000] + "\n--- MSL ---\n" + source
 
@@ -112,8 +114,8 @@ def dispatch(program: MslProgram, grid: tuple[int, ...], args: tuple) -> None:
     t = program.threads_per_group
     lib = sim.compile_shader(program.source)
     kernel = getattr(lib, program.kernel_name)
-    kernel(*args, threads=(gx * t, gy, gz), group_size=(t, 1, 1), arg_casts=program.arg_casts,
-           buffer_alignment=dict(program.buffer_alignment))
+    kernel(*program.engine_args(args), threads=(gx * t, gy, gz), group_size=(t, 1, 1),
+           arg_casts=program.arg_casts, buffer_alignment=dict(program.buffer_alignment))
 
 
 def run_kernel(fn: Any, grid: tuple[int, ...], *args: Any, num_warps: int = 4,
