@@ -109,7 +109,13 @@ def main(argv: list[str] | None = None) -> int:
                                             environment(args), args.raw)
     res, info = runner_common.load_run(args.raw, args.summary_only, args.notes,
                                        lambda: run_info(args, argv, wall))
-    body = summary.render(res, info).replace("# Per file", "# Per test class")
+    import inductor_shims
+
+    shims = ", ".join(f"`{mod}.{name}`" for mod, name in inductor_shims.SHIMS)
+    body = "\n".join(
+        f"- **shims** (names the PyTorch test tree imports that the installed torch may lack; "
+        f"added only where missing): {shims}" if ln.startswith("- **shims**") else ln
+        for ln in summary.render(res, info).replace("# Per file", "# Per test class").splitlines())
     text = "\n".join(HEADER + [("#" + ln if ln.startswith("#") else ln)
                                for ln in body.splitlines()]) + "\n"
     if args.out:
