@@ -97,8 +97,10 @@ def _restart_compile_workers() -> None:
         async_compile.shutdown_compile_workers()
 
 
-def enable(from_environment: bool = False) -> None:
-    """Route Inductor's Triton kernels through msltrans (see the module docstring)."""
+def enable(from_environment: bool = False, compile_worker: bool = False) -> None:
+    """Route Inductor's Triton kernels through msltrans (see the module docstring).
+    `compile_worker`: this is one of Inductor's compile workers (msltrans.inductor.autoload),
+    which only compiles: no `mps` registrations there."""
     import triton.backends
 
     foreign = _foreign_cpu_backends()
@@ -114,9 +116,10 @@ def enable(from_environment: bool = False) -> None:
     triton.backends.backends[BACKEND_NAME] = _backend()
     _apply_config()
     _clear_torch_caches()
-    from msltrans.inductor import mps_route
+    if not compile_worker:
+        from msltrans.inductor import mps_route
 
-    mps_route.enable()
+        mps_route.enable()
     if not was_enabled and not from_environment:
         _restart_compile_workers()
 

@@ -180,3 +180,48 @@ def test_readme_torch_compile_example(tmp_path: Path) -> None:
     out = run_script(example + "out = {'launches': msltrans.inductor.launches()}\n", tmp_path,
                      TORCHINDUCTOR_COMPILE_THREADS="1")
     assert out["launches"], "the README's torch.compile example ran no Triton kernel"
+
+
+def _fake_main(monkeypatch, spec_name: str | None) -> None:
+    import importlib.machinery
+    import types
+
+    main = types.ModuleType("__main__")
+    main.__spec__ = importlib.machinery.ModuleSpec(spec_name, None) if spec_name else None
+    monkeypatch.setitem(sys.modules, "__main__", main)
+
+
+@pytest.mark.parametrize("spec_name, worker", [
+    ("torch._inductor.compile_worker.__main__", True), (None, False), ("train", False)])
+def test_autoload_pins_the_simulator_only_in_compile_workers(monkeypatch, spec_name, worker):
+    from msltrans.inductor import autoload, route
+
+    calls: list[dict] = []
+    monkeypatch.setenv("MSLTRANS_INDUCTOR", "1")
+    monkeypatch.delenv("MSLTRANS_ENGINE", raising=False)
+    monkeypatch.setattr(route, "enable", lambda **kw: calls.append(kw))
+    _fake_main(monkeypatch, spec_name)
+    autoload.autoload()
+    assert calls == [{"from_environment": True, "compile_worker": worker}]
+    assert os.environ.get("MSLTRANS_ENGINE") == ("sim" if worker else None)
+
+
+def test_autoload_does_nothing_without_the_switch(monkeypatch) -> None:
+    from msltrans.inductor import autoload, route
+
+    monkeypatch.delenv("MSLTRANS_INDUCTOR", raising=False)
+    monkeypatch.setattr(route, "enable", lambda **kw: pytest.fail("enabled without the switch"))
+    autoload.autoload()
+
+
+def test_compile_workers_skip_the_mps_registrations(monkeypatch) -> None:
+    import torch._inductor.config  # noqa: F401 - imported before the switch is set
+
+    from msltrans.inductor import mps_route, route
+
+    monkeypatch.setattr(mps_route, "enable", lambda **kw: pytest.fail("mps touched in a worker"))
+    monkeypatch.setenv("MSLTRANS_INDUCTOR", "1")  # as a worker inherits it: no pool restart
+    try:
+        route.enable(from_environment=True, compile_worker=True)
+    finally:
+        route.disable()
