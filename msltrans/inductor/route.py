@@ -31,6 +31,10 @@ CONFIG: dict[str, Any] = {
     # bad indentation (an IndentationError at compile time); fusing epilogues without
     # benchmarking them is what Inductor does when this is off.
     "benchmark_epilogue_fusion": False,
+    # torch 2.13's convolution Triton template cannot be benchmarked for CPU tensors (its
+    # CPU call passes one argument more than the generated launcher takes: a TypeError during
+    # lowering); convolutions stay aten kernels under max_autotune, matmul templates do not.
+    "max_autotune_conv_backends": "ATEN",
 }
 
 _saved_config: dict[str, Any] = {}

@@ -16,13 +16,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# (cpu backend registered, has_triton(), Inductor's cpu_backend, MSLTRANS_INDUCTOR)
+# (cpu backend registered, has_triton(), Inductor's cpu_backend, MSLTRANS_INDUCTOR); without
+# the route, has_triton() is true only where a CUDA GPU answers for it
 STATE = """
-import os, triton.backends, torch.utils._triton as tu, torch._inductor.config as cfg
+import os, torch, triton.backends, torch.utils._triton as tu, torch._inductor.config as cfg
 def state():
     return ["cpu" in triton.backends.backends, tu.has_triton(), cfg.cpu_backend,
             os.environ.get("MSLTRANS_INDUCTOR")]
 """
+OFF = [False, False, "cpp", None]
 MODEL = """
 import torch
 def f(x):
@@ -39,12 +41,18 @@ def run_script(body: str, tmp_path: Path, **env: str) -> dict:
     environ = {k: v for k, v in os.environ.items() if k != "MSLTRANS_INDUCTOR"}
     environ.update({"PYTHONPATH": str(ROOT), "TRITON_CACHE_DIR": str(tmp_path / "triton"),
                     "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"), **env})
-    code = STATE + MODEL + body + "\nimport json; print('RESULT', json.dumps(out))\n"
+    code = (STATE + MODEL + body + "\nout['cuda'] = torch.cuda.is_available()\n"
+            "import json; print('RESULT', json.dumps(out))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=600, env=environ, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-4000:]
     line = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")][-1]
     return json.loads(line[len("RESULT "):])
+
+
+def off(out: dict) -> list:
+    """The state without the route on this machine."""
+    return [OFF[0], out["cuda"], *OFF[2:]]
 
 
 def entry_point_installed() -> bool:
@@ -69,7 +77,7 @@ out["match"] = run()
 out["launches"] = mi.launches()
 out["after"] = state()
 """, tmp_path)
-    assert out["state"] == [False, False, "cpp", None]
+    assert out["state"] == off(out)
     assert not out["inductor_imported"]
     assert out["match"] and out["launches"] == {}
     assert out["after"] == out["state"]
@@ -96,7 +104,7 @@ mi.reset_launches()
 out["match_after"] = run()
 out["launches_after"] = sum(mi.launches().values())
 """, tmp_path)
-    assert out["before"] == [False, False, "cpp", None]
+    assert out["before"] == off(out)
     assert out["enabled"] == [True, True, "triton", "1"]
     assert out["epilogue"] is False and out["epilogue_after"] is True
     assert out["match"] and out["launches"] >= 1
