@@ -35,6 +35,10 @@ CONFIG: dict[str, Any] = {
     # CPU call passes one argument more than the generated launcher takes: a TypeError during
     # lowering); convolutions stay aten kernels under max_autotune, matmul templates do not.
     "max_autotune_conv_backends": "ATEN",
+    # torch 2.13 fuses a constant operand into a matmul template's prologue as
+    # `tl.full([1], c).broadcast_to(<2-D shape>)`, which Triton 3.9's front end rejects
+    # ("Cannot broadcast, rank mismatch") for every backend (an LSTM cell's zero state).
+    "prologue_fusion": False,
 }
 
 _saved_config: dict[str, Any] = {}
