@@ -10,22 +10,32 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from msltrans.sim.attributes import check_source
 from msltrans.sim.cache import atomic_write, cache_dir, temp_output
 from msltrans.sim.compiler import (
     CODEGEN_FLAGS,
-    LANGUAGE_FLAGS,
     Compiler,
     include_flags,
+    language_flags,
     shell_command,
 )
 from msltrans.sim.discover import find_kernels
 from msltrans.sim.entries import generate_entries
 from msltrans.sim.errors import CompileError
 from msltrans.sim.large import compile_large, is_large
+from msltrans.sim.nan_canon import canonicalize_nans
 from msltrans.sim.pch import PCH_CODEGEN, USE_PCH, prelude_pch, split_shim
-from msltrans.sim.prepare import mark_source, rewrite_threadgroup_decls, split_preprocessed
+from msltrans.sim.prepare import (
+    KERNEL_MARK,
+    TG_ATTR_MARK,
+    mark_source,
+    rewrite_threadgroup_decls,
+    split_preprocessed,
+)
 from msltrans.sim.store import Built, file_hash
 
+# Unoptimised LLVM IR (the optimiser runs once, after the NaN rewrite).
+IR_FLAGS = ("-S", "-emit-llvm", "-Xclang", "-disable-llvm-passes")
 # Before the user's source: the ABI (so entries and rewrites can name it even if the
 # shim never includes it) and the entry helpers.
 PRELUDE_FLAGS = ("-include", "msl_sim/entry.h")
@@ -77,9 +87,11 @@ def _run(argv: list[str], cwd: str, what: str, name: str, keep: Path | None) -> 
 
 
 def build(source: str, name: str, compiler: Compiler, key: str,
-          include_dirs: tuple[str, ...] = (), profile: bool = False) -> Built:
-    """Compile `source` into cache_dir()/<key>.so and write its kernel metadata (`profile`:
-    the instrumented build msltrans.sim.profile runs)."""
+          include_dirs: tuple[str, ...] = (), version: int = 320,
+          profile: bool = False) -> Built:
+    """Compile `source` as MSL `version` into cache_dir()/<key>.so and write its kernel
+    metadata (`profile`: the instrumented build msltrans.sim.profile runs)."""
+    flags = language_flags(version)
     name = _safe_name(name)
     out_dir = cache_dir()
     library = out_dir / f"{key}.so"
@@ -88,10 +100,11 @@ def build(source: str, name: str, compiler: Compiler, key: str,
     shim_dir = include_flags()[1]
     with tempfile.TemporaryDirectory(prefix="mslsim-") as work:
         Path(work, name).write_text(mark_source(source))
-        argv = [*compiler.argv, "-E", *LANGUAGE_FLAGS, *PCH_CODEGEN, *includes,
+        argv = [*compiler.argv, "-E", *flags, *PCH_CODEGEN, *includes,
                 *PRELUDE_FLAGS, name]
         preprocessed = _run(argv, work, "preprocessing", name, keep)
         pre = split_preprocessed(preprocessed, shim_dir)
+        check_source(pre.text, pre.in_user_code, name, frozenset({KERNEL_MARK, TG_ATTR_MARK}))
         # Kernel discovery first: it only blanks (lengths stay), so user ranges stay valid
         # for the threadgroup rewrite, which changes lengths.
         kernels, pre.text = find_kernels(pre)
@@ -102,25 +115,34 @@ def build(source: str, name: str, compiler: Compiler, key: str,
         Path(work, name).write_text(source)
         pch_flags: list[str] = []
         no_pch = profile or os.environ.get("MSLTRANS_SIM_NO_PCH")
-        prelude = None if no_pch else prelude_pch(compiler)
+        prelude = None if no_pch else prelude_pch(compiler, version)
         if prelude is not None:
             shim_text, rest = split_shim(text, shim_dir)
             if shim_text == prelude[1]:
                 text, pch_flags = rest, [*USE_PCH, str(prelude[0])]
         prepared = f"{name}.ii"
         Path(work, prepared).write_text(text + "\n" + generate_entries(kernels))
+        # To LLVM IR before any optimisation, NaNs made Apple's (nan_canon.py), then optimised
+        # and compiled as one.
+        # The profiling build's sanitizer flags go to both steps: the front end marks the
+        # functions to instrument, the optimiser instruments them.
+        profiling = PROFILE_FLAGS if profile else ()
+        argv = [*compiler.argv, *flags, *CODEGEN_FLAGS, *profiling, *includes, *pch_flags,
+                *IR_FLAGS, "-o", f"{name}.ll", prepared]
+        _run(argv, work, "compiling", name, keep)
+        ir = Path(work, f"{name}.ll")
+        ir.write_text(canonicalize_nans(ir.read_text()))
         tmp = temp_output(library)
-        argv = [*compiler.argv, *LANGUAGE_FLAGS, *CODEGEN_FLAGS,
-                *(PROFILE_FLAGS if profile else ()), *includes, *pch_flags,
-                "-o", str(tmp), prepared, "-x", "none", *compiler.link_flags]
+        argv = [*compiler.argv, "-x", "ir", *CODEGEN_FLAGS, *profiling, "-ffp-contract=off",
+                "-o", str(tmp), f"{name}.ll", "-x", "none", *compiler.link_flags]
         try:
             def step(args: list[str], what: str) -> str:
                 return _run(args, work, what, name, keep)
 
             if profile or not is_large(source) or not compile_large(
-                    compiler, [*LANGUAGE_FLAGS, *includes, *pch_flags], list(CODEGEN_FLAGS),
-                    list(compiler.link_flags), prepared, str(tmp), step):
-                _run(argv, work, "compiling", name, keep)
+                    compiler, [*CODEGEN_FLAGS, "-ffp-contract=off"], list(compiler.link_flags),
+                    f"{name}.ll", str(tmp), step):
+                _run(argv, work, "compiling (LLVM IR)", name, keep)
             os.replace(tmp, library)
         finally:
             tmp.unlink(missing_ok=True)

@@ -4,12 +4,13 @@ A kernel body with thousands of element loops (a 1024-wide bitonic sort is ~4,00
 LLVM's -O2 pipeline quadratic: LoopRotate (and the passes after it) update a dominator tree
 as deep as the chain of loops once per loop — 62% of clang's 10 s on a 512-wide top-k.
 Those loops all have constant trip counts, and -O2 unrolls them fully anyway, later. So a
-large kernel is compiled in three steps: clang's front end to bitcode, `opt` with the loops
-fully unrolled first (`mem2reg, loop-unroll-full`) and then the usual `default<O2>`, and
+large kernel is compiled in three steps: clang's front end to unoptimised IR (the step every
+kernel takes, msltrans.sim.build: NaNs are made Apple's there), `opt` with the loops fully
+unrolled first (`mem2reg, loop-unroll-full`) and then the usual `default<O2>`, and
 clang's code generator at -O2. Same flags, same IEEE semantics (no fast-math, contraction
 off: only explicit fma() fuses); only the order of the optimisations differs. Small kernels
-keep the one-step compile (two more processes cost more than they save there), and so do
-compilers without an `opt` next to them (the ziglang package).
+keep clang's one optimise-and-generate step (one more process costs more than it saves
+there), and so do compilers without an `opt` next to them (the ziglang package).
 """
 
 from __future__ import annotations
@@ -46,19 +47,16 @@ def opt_tool(compiler: Compiler) -> str | None:
     return None
 
 
-def compile_large(compiler: Compiler, front: list[str], codegen: list[str], link: list[str],
-                  prepared: str, output: str, run: Callable[[list[str], str], object]) -> bool:
-    """Compile `prepared` (in the working directory) into `output` in three steps; False
-    when this compiler has no `opt` (then the caller compiles in one step). `front`: the
-    language, include and PCH flags; `codegen`: the one-step compile's code generation
+def compile_large(compiler: Compiler, codegen: list[str], link: list[str], ir: str,
+                  output: str, run: Callable[[list[str], str], object]) -> bool:
+    """Optimise and compile `ir` (unoptimised LLVM IR from clang's front end, in the working
+    directory) into `output` in two steps; False when this compiler has no `opt` (then the
+    caller compiles the IR in one step). `codegen`: the one-step compile's code generation
     flags; `run(argv, what)` runs a step and raises on failure."""
     opt = opt_tool(compiler)
     if opt is None:
         return False
-    objects = [f for f in codegen if f not in ("-shared", "-nostdlib")]
-    run([*compiler.argv, *front, *objects, "-Xclang", "-disable-llvm-passes", "-emit-llvm",
-         "-c", "-o", "kernel.bc", prepared], "compiling")
-    run([opt, f"-passes={PIPELINE}", "kernel.bc", "-o", "kernel.opt.bc"], "optimising")
+    run([opt, f"-passes={PIPELINE}", ir, "-o", "kernel.opt.bc"], "optimising")
     run([*compiler.argv, *codegen, "-Xclang", "-disable-llvm-passes", "-o", output,
          "kernel.opt.bc", "-x", "none", *link], "code generation")
     return True

@@ -20,8 +20,11 @@ from typing import Any
 
 from msltrans.sim import native, profiling
 from msltrans.sim.args import (
+    SLACK_BYTE,
     Bound,
     Region,
+    alignment_slack,
+    check_slack,
     group_regions,
     memory_of,
     scalar_bytes,
@@ -100,14 +103,19 @@ class Kernel:
                  group_size: int | tuple[int, ...] | None = None,
                  arg_casts: str | dict[int, str] | None = None, schedule: str = "forward",
                  seed: int = 0, threadgroup_memory: dict[int, int] | list[int] | None = None,
-                 timeout: float | None = _UNSET) -> None:
+                 timeout: float | None = _UNSET,
+                 buffer_alignment: dict[int, int] | None = None) -> None:
         """Dispatch `threads` threads in groups of `group_size` (torch.mps's convention).
 
         `timeout`: wall-clock limit in seconds (None or 0: none); the default is
-        MSLTRANS_SIM_TIMEOUT, else 300 s."""
+        MSLTRANS_SIM_TIMEOUT, else 300 s. `buffer_alignment` ({buffer index: bytes}, an
+        extension): buffers whose staging copy must keep the host address's alignment (the
+        kernel was specialised on it)."""
         if schedule not in native.SCHEDULES:
             raise LaunchError(f"schedule must be one of {sorted(native.SCHEDULES)}")
         bound, scalars = self._bind(args, arg_casts)
+        for item in bound:
+            item.align = int((buffer_alignment or {}).get(item.index, 1))
         if threads is None:
             first = next((a for a in args if memory_of(a, 0) is not None), None)
             if first is None:
@@ -233,18 +241,24 @@ class Kernel:
                 for region in regions:
                     if region.copy_back:
                         ctypes.memmove(region.host_start, region.data, region.size)
+                check_slack(regions, bound)
             return report
         finally:
             for region in regions:
                 if region.map_base.value:
-                    POOL.release(lib, region.size, region.map_base.value,
+                    POOL.release(lib, region.size + region.slack, region.map_base.value,
                                  region.map_len.value, region.data)
 
 
 def _map(lib: ctypes.CDLL, region: Region) -> None:
-    base, length, data = POOL.acquire(lib, region.size)
+    region.slack = alignment_slack(region)
+    # With slack, the mapping holds size + slack bytes ending at the guard page; the data
+    # then starts at the host address's phase modulo region.align.
+    base, length, data = POOL.acquire(lib, region.size + region.slack)
     region.map_base, region.map_len = ctypes.c_void_p(base), ctypes.c_ulong(length)
     region.data = data
+    if region.slack:
+        ctypes.memset(data + region.size, SLACK_BYTE, region.slack)
     if region.scalar_bytes is not None:
         ctypes.memmove(data, region.scalar_bytes, region.size)
     elif region.size:
@@ -258,7 +272,7 @@ class Library:
                  name: str, deps: dict[str, str] | None = None) -> None:
         native.runtime()   # its symbols must be global before the kernel library loads
         self.path = path
-        self.build_args: tuple[str, str, tuple[str, ...]] = (source, name, ())
+        self.build_args: tuple[str, str, tuple[str, ...], int | None] = (source, name, (), None)
         self.profiling = False
         self.sources = {name: source}
         self.deps = dict(deps or {})
@@ -285,8 +299,8 @@ class Library:
         """The same source compiled for msltrans.sim.profile (every access counted)."""
         if self.profiling:
             return self
-        source, name, dirs = self.build_args
-        return compile_shader(source, name, dirs, profile=True)
+        source, name, dirs, version = self.build_args
+        return compile_shader(source, name, dirs, version, profile=True)
 
 
 def _dlopen(path: Path) -> ctypes.CDLL:
@@ -313,15 +327,22 @@ def _config_hash() -> str:
 
 def compile_shader(source: str, name: str = "shader.metal",
                    include_dirs: list[str] | tuple[str, ...] = (),
+                   msl_version: int | str | None = None,
                    profile: bool = False) -> Library:
     """Compile MSL for the CPU simulator (cached in memory and on disk).
 
     `name` is the file name diagnostics and fault reports show; `include_dirs` are searched
     for `#include "..."`/`<...>` before the shim (their headers' contents are checked when a
-    cached build is reused). `profile`: the instrumented build msltrans.sim.profile uses
-    (made on demand by a profiled launch; rarely wanted directly)."""
+    cached build is reused). `msl_version` (310, "3.2", ...; default: msltrans.msl_version.
+    target()) sets `__METAL_VERSION__`; the shim offers only that version's features.
+    `profile`: the instrumented build msltrans.sim.profile uses (made on demand by a profiled
+    launch; rarely wanted directly)."""
+    from msltrans import msl_version as versions
+
+    version = versions.parse(msl_version) if msl_version else versions.target()
     dirs = tuple(str(Path(d).resolve()) for d in include_dirs)
-    text = "\0".join([_config_hash(), name, *dirs, source, "profile" if profile else ""])
+    text = "\0".join([_config_hash(), str(version), name, *dirs, source,
+                      "profile" if profile else ""])
     key = hashlib.sha256(text.encode()).hexdigest()
     cached = _loaded.get(key)
     if cached is not None and not (cached.deps and deps_changed(cached.deps)):
@@ -330,9 +351,9 @@ def compile_shader(source: str, name: str = "shader.metal",
     if built is None:
         from msltrans.sim.build import build  # the compiler side, only for a cache miss
 
-        built = build(source, name, find_compiler(), key, dirs, profile)
+        built = build(source, name, find_compiler(), key, dirs, version, profile)
     library = Library(built.library, built.kernels, source, Path(name).name, built.deps)
-    library.build_args = (source, name, dirs)
+    library.build_args = (source, name, dirs, version)
     library.profiling = profile
     _loaded[key] = library
     return library

@@ -112,8 +112,9 @@ def _wait_for_later(monkeypatch: pytest.MonkeyPatch, workers: int) -> tuple:
     check_msl_compiles(prog.source)
     kernel = getattr(sim.compile_shader(prog.source), prog.kernel_name)
     t = prog.threads_per_group
-    return sim, lambda: kernel(flag, out, threads=(2 * t, 1, 1), group_size=(t, 1, 1),
-                               arg_casts=prog.arg_casts, timeout=1.0), flag, out
+    return sim, lambda: kernel(*prog.engine_args((flag, out)), threads=(2 * t, 1, 1),
+                               group_size=(t, 1, 1), arg_casts=prog.arg_casts,
+                               timeout=1.0), flag, out
 
 
 def test_poll_on_a_later_program_times_out_instead_of_hanging(monkeypatch) -> None:

@@ -14,7 +14,7 @@ import torch
 import msltrans.runtime.mps as mps
 import msltrans.sim
 from msltrans.errors import MetalNonRecoverableError
-from tests.support.kernels import add_kernel
+from tests.support.kernels import vadd_kernel
 from tests.support.run_kernel import compile_kernel
 
 
@@ -30,14 +30,14 @@ def test_mps_engine_compiles_loads_and_dispatches(engine: mps.MpsEngine) -> None
     x = torch.randn(n)
     y = torch.randn(n)
     out = torch.full((n,), float("nan"))
-    program = compile_kernel(add_kernel, (x.numpy(), y.numpy(), out.numpy(), n), 4,
-                             BLOCK_SIZE=block)
+    program = compile_kernel(vadd_kernel, (x.numpy(), y.numpy(), out.numpy(), n), 4,
+                             BLOCK=block)
     fn = engine.load(program.source, program.kernel_name)
     assert engine.load(program.source, program.kernel_name) is not None  # cached library
     assert engine.max_threads(fn) >= program.threads_per_group
     t = program.threads_per_group
     grid = (n + block - 1) // block
-    fn(x, y, out, n, threads=(grid * t, 1, 1), group_size=(t, 1, 1),
+    fn(*program.engine_args((x, y, out, n)), threads=(grid * t, 1, 1), group_size=(t, 1, 1),
        arg_casts=program.arg_casts)
     assert np.array_equal(out.numpy(), (x + y).numpy())
 

@@ -20,6 +20,7 @@ static const char *kind_name(unsigned kind) {
     case MSL_SIM_KIND_MATRIX_STORE: return "simdgroup_store";
     case MSL_SIM_KIND_MATRIX_FILL: return "simdgroup_matrix constructor";
     case MSL_SIM_KIND_MATRIX_READ: return "simdgroup_matrix thread_elements()";
+    case MSL_SIM_KIND_CODEGEN_CHECK: return "msltrans codegen check";
     default: return "rendezvous";
     }
 }

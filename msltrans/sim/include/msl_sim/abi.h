@@ -32,6 +32,7 @@ typedef struct msl_sim_site {
 #define MSL_SIM_KIND_MATRIX_READ         8u   /* thread_elements() of a pending result */
 #define MSL_SIM_KIND_SIMD_SHUFFLE        9u   /* simd_shuffle*, simd_broadcast* */
 #define MSL_SIM_KIND_SIMD_REDUCE        10u   /* simd_sum/min/max/..., simd_prefix_* */
+#define MSL_SIM_KIND_CODEGEN_CHECK      11u   /* msl_assume_run / msl_assume_uniform / msl_assume_same */
 
 /* Built-in kernel inputs of the calling thread ([[thread_position_in_grid]] etc.). */
 typedef struct msl_sim_thread {

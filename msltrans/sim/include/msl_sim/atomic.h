@@ -1,10 +1,11 @@
 // metal_atomic: atomic<T> in device and threadgroup memory. Threadgroups of a dispatch run
 // on several OS threads at once, so device atomics are real (sequentially consistent)
 // atomic instructions; a threadgroup runs on one OS thread and its fibers switch only at
-// barriers/SIMD ops, so a plain read-modify-write on threadgroup memory is atomic. Every
-// memory order is accepted and behaves as seq_cst. Weak compare-exchange fails only on a mismatch,
+// barriers/SIMD ops, so a plain read-modify-write on threadgroup memory is atomic. Metal's
+// atomic functions take memory_order_relaxed only (MSL §6.15.4); any other order fails the
+// dispatch (relaxed runs as seq_cst here). Weak compare-exchange fails only on a mismatch,
 // unless MSLTRANS_SIM_CAS_SPURIOUS=N (read by the runtime at each dispatch) makes every Nth
-// call of the dispatch fail spuriously; strong compare-exchange never fails spuriously.
+// call of the dispatch fail spuriously. Metal has no strong compare-exchange.
 // What Metal lacks fails to compile: 64-bit add/sub/and/or/xor/exchange (atomic_ulong has
 // only min/max), atomic_float min/max/bitwise, atomic types other than Metal's.
 #ifndef MSL_SIM_ATOMIC_H
@@ -31,23 +32,35 @@ typedef atomic<ulong> __msl_atomic_ulong;
 
 namespace __detail {
 template <class T> constexpr bool is_int32 = is_same<T, int>::value || is_same<T, uint>::value;
+[[noreturn]] inline void non_relaxed_order() {
+    msl_sim_site s = site(__builtin_FILE(), __builtin_LINE(), 0, 0);
+    fail(s, "a Metal atomic function was given a memory order other than memory_order_relaxed, "
+            "the only one MSL 6.15.4 allows");
+}
+inline void relaxed_only(memory_order order) {
+    if (order != memory_order_relaxed) non_relaxed_order();
+}
 }
 #define MSL_SIM_NO64(T, what) static_assert(sizeof(T) == 4 || is_same<T, bool>::value, \
     what " on a 64-bit atomic: Metal has no 64-bit atomic " what " (atomic_ulong supports only min and max)")
 
 #define MSL_SIM_ATOMICS(AS)                                                                                    \
-    template <class T> inline T atomic_load_explicit(const volatile AS atomic<T> *o, memory_order) {        \
+    template <class T> inline T atomic_load_explicit(const volatile AS atomic<T> *o, memory_order __mo) {        \
+        __detail::relaxed_only(__mo);                                                                        \
         return o->__v;                                                                                       \
     }                                                                                                        \
-    template <class T> inline void atomic_store_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order) { \
+    template <class T> inline void atomic_store_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) { \
+        __detail::relaxed_only(__mo);                                                                        \
         o->__v = v;                                                                                          \
     }                                                                                                        \
-    template <class T> inline T atomic_exchange_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order) { \
+    template <class T> inline T atomic_exchange_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) { \
+        __detail::relaxed_only(__mo);                                                                        \
         MSL_SIM_NO64(T, "exchange");                                                                         \
         T old = o->__v; o->__v = v; return old;                                                             \
     }                                                                                                        \
     template <class T> inline bool atomic_compare_exchange_weak_explicit(volatile AS atomic<T> *o, thread typename atomic<T>::value_type *expected, \
-            typename atomic<T>::value_type desired, memory_order, memory_order) {                           \
+            typename atomic<T>::value_type desired, memory_order __mo, memory_order __mf) {                           \
+        __detail::relaxed_only(__mo); __detail::relaxed_only(__mf);                                          \
         MSL_SIM_NO64(T, "compare_exchange");                                                                 \
         T cur = o->__v;                                                                                      \
         /* A spurious failure writes nothing and reports the current value, as a mismatch does. */          \
@@ -58,15 +71,14 @@ template <class T> constexpr bool is_int32 = is_same<T, int>::value || is_same<T
         *expected = cur;                                                                                     \
         return false;                                                                                        \
     }                                                                                                        \
+    /* MSL 6.15.4.4 lists only the weak form: the strong one is a compile error here. */          \
     template <class T> inline bool atomic_compare_exchange_strong_explicit(volatile AS atomic<T> *o, thread typename atomic<T>::value_type *expected, \
-            typename atomic<T>::value_type desired, memory_order, memory_order) {                           \
-        MSL_SIM_NO64(T, "compare_exchange");                                                                 \
-        T cur = o->__v;                                                                                      \
-        if (__builtin_memcmp(&cur, expected, sizeof(T)) == 0) { o->__v = desired; return true; }            \
-        *expected = cur;                                                                                     \
+            typename atomic<T>::value_type desired, memory_order __mo, memory_order __mf) {                           \
+        static_assert(sizeof(T) == 0, "Metal has no atomic_compare_exchange_strong_explicit (MSL 6.15.4.4): loop on the weak form"); \
         return false;                                                                                        \
     }                                                                                                        \
-    template <class T> inline T atomic_fetch_add_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order) { \
+    template <class T> inline T atomic_fetch_add_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) { \
+        __detail::relaxed_only(__mo);                                                                        \
         MSL_SIM_NO64(T, "add");                                                                              \
         static_assert(!is_same<T, bool>::value, "atomic_bool has no fetch_add");                             \
         T old = o->__v;                                                                                      \
@@ -74,7 +86,8 @@ template <class T> constexpr bool is_int32 = is_same<T, int>::value || is_same<T
         else o->__v = (T)((uint)old + (uint)v);                                                              \
         return old;                                                                                          \
     }                                                                                                        \
-    template <class T> inline T atomic_fetch_sub_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order) { \
+    template <class T> inline T atomic_fetch_sub_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) { \
+        __detail::relaxed_only(__mo);                                                                        \
         MSL_SIM_NO64(T, "sub");                                                                              \
         static_assert(!is_same<T, bool>::value, "atomic_bool has no fetch_sub");                             \
         T old = o->__v;                                                                                      \
@@ -89,13 +102,15 @@ template <class T> constexpr bool is_int32 = is_same<T, int>::value || is_same<T
     MSL_SIM_ATOMIC_MINMAX(AS, max, >)
 
 #define MSL_SIM_ATOMIC_BITOP(AS, name, op)                                                                     \
-    template <class T> inline T atomic_fetch_##name##_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order) { \
+    template <class T> inline T atomic_fetch_##name##_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) { \
+        __detail::relaxed_only(__mo);                                                                        \
         MSL_SIM_NO64(T, #name);                                                                              \
         static_assert(__detail::is_int32<T>, "atomic_fetch_" #name "_explicit needs atomic_int or atomic_uint"); \
         T old = o->__v; o->__v = old op v; return old;                                                       \
     }
 #define MSL_SIM_ATOMIC_MINMAX(AS, name, cmp)                                                                   \
-    template <class T> inline T atomic_fetch_##name##_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order) { \
+    template <class T> inline T atomic_fetch_##name##_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) { \
+        __detail::relaxed_only(__mo);                                                                        \
         static_assert(__detail::is_int32<T> || is_same<T, ulong>::value,                                     \
                       "atomic_fetch_" #name "_explicit needs atomic_int, atomic_uint or atomic_ulong");      \
         T old = o->__v; if (v cmp old) o->__v = v; return old;                                               \
@@ -108,18 +123,22 @@ template <class T> constexpr bool is_int32 = is_same<T, int>::value || is_same<T
 #define MSL_SIM_DEV_PTR(o) ((volatile __global MSL_SIM_BITS(T) *)&(o)->__v)
 #define MSL_SIM_AS_BITS(v) __builtin_bit_cast(MSL_SIM_BITS(T), (T)(v))
 #define MSL_SIM_FROM_BITS(b) __builtin_bit_cast(T, (MSL_SIM_BITS(T))(b))
-template <class T> inline T atomic_load_explicit(const volatile __global atomic<T> *o, memory_order) {
+template <class T> inline T atomic_load_explicit(const volatile __global atomic<T> *o, memory_order __mo) {
+    __detail::relaxed_only(__mo);
     return MSL_SIM_FROM_BITS(__atomic_load_n((const volatile __global MSL_SIM_BITS(T) *)&o->__v, __ATOMIC_SEQ_CST));
 }
-template <class T> inline void atomic_store_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order) {
+template <class T> inline void atomic_store_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) {
+    __detail::relaxed_only(__mo);
     __atomic_store_n(MSL_SIM_DEV_PTR(o), MSL_SIM_AS_BITS(v), __ATOMIC_SEQ_CST);
 }
-template <class T> inline T atomic_exchange_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order) {
+template <class T> inline T atomic_exchange_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) {
+    __detail::relaxed_only(__mo);
     MSL_SIM_NO64(T, "exchange");
     return MSL_SIM_FROM_BITS(__atomic_exchange_n(MSL_SIM_DEV_PTR(o), MSL_SIM_AS_BITS(v), __ATOMIC_SEQ_CST));
 }
 template <class T> inline bool atomic_compare_exchange_weak_explicit(volatile __global atomic<T> *o, thread typename atomic<T>::value_type *expected,
-        typename atomic<T>::value_type desired, memory_order, memory_order) {
+        typename atomic<T>::value_type desired, memory_order __mo, memory_order __mf) {
+    __detail::relaxed_only(__mo); __detail::relaxed_only(__mf);
     MSL_SIM_NO64(T, "compare_exchange");
     MSL_SIM_BITS(T) want = MSL_SIM_AS_BITS(*expected);
     /* A spurious failure writes nothing and reports the current value, as a mismatch does. */
@@ -132,16 +151,14 @@ template <class T> inline bool atomic_compare_exchange_weak_explicit(volatile __
     if (!ok) *expected = MSL_SIM_FROM_BITS(want);
     return ok;
 }
+/* MSL 6.15.4.4 lists only the weak form: the strong one is a compile error here. */
 template <class T> inline bool atomic_compare_exchange_strong_explicit(volatile __global atomic<T> *o, thread typename atomic<T>::value_type *expected,
-        typename atomic<T>::value_type desired, memory_order, memory_order) {
-    MSL_SIM_NO64(T, "compare_exchange");
-    MSL_SIM_BITS(T) want = MSL_SIM_AS_BITS(*expected);
-    bool ok = __atomic_compare_exchange_n(MSL_SIM_DEV_PTR(o), &want, MSL_SIM_AS_BITS(desired), false,
-                                          __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-    if (!ok) *expected = MSL_SIM_FROM_BITS(want);
-    return ok;
+        typename atomic<T>::value_type desired, memory_order __mo, memory_order __mf) {
+    static_assert(sizeof(T) == 0, "Metal has no atomic_compare_exchange_strong_explicit (MSL 6.15.4.4): loop on the weak form");
+    return false;
 }
-template <class T> inline T atomic_fetch_add_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order) {
+template <class T> inline T atomic_fetch_add_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) {
+    __detail::relaxed_only(__mo);
     MSL_SIM_NO64(T, "add");
     static_assert(!is_same<T, bool>::value, "atomic_bool has no fetch_add");
     if constexpr (is_same<T, float>::value) {
@@ -154,7 +171,8 @@ template <class T> inline T atomic_fetch_add_explicit(volatile __global atomic<T
         return (T)__atomic_fetch_add(MSL_SIM_DEV_PTR(o), (uint)v, __ATOMIC_SEQ_CST);
     }
 }
-template <class T> inline T atomic_fetch_sub_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order) {
+template <class T> inline T atomic_fetch_sub_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) {
+    __detail::relaxed_only(__mo);
     MSL_SIM_NO64(T, "sub");
     static_assert(!is_same<T, bool>::value, "atomic_bool has no fetch_sub");
     if constexpr (is_same<T, float>::value) {
@@ -168,13 +186,15 @@ template <class T> inline T atomic_fetch_sub_explicit(volatile __global atomic<T
     }
 }
 #define MSL_SIM_DEV_BITOP(name)                                                                                \
-    template <class T> inline T atomic_fetch_##name##_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order) { \
+    template <class T> inline T atomic_fetch_##name##_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) { \
+        __detail::relaxed_only(__mo);                                                                        \
         MSL_SIM_NO64(T, #name);                                                                              \
         static_assert(__detail::is_int32<T>, "atomic_fetch_" #name "_explicit needs atomic_int or atomic_uint"); \
         return __atomic_fetch_##name((volatile __global T *)&o->__v, v, __ATOMIC_SEQ_CST);                    \
     }
 #define MSL_SIM_DEV_MINMAX(name)                                                                               \
-    template <class T> inline T atomic_fetch_##name##_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order) { \
+    template <class T> inline T atomic_fetch_##name##_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) { \
+        __detail::relaxed_only(__mo);                                                                        \
         static_assert(__detail::is_int32<T> || is_same<T, ulong>::value,                                     \
                       "atomic_fetch_" #name "_explicit needs atomic_int, atomic_uint or atomic_ulong");      \
         return __atomic_fetch_##name((volatile __global T *)&o->__v, v, __ATOMIC_SEQ_CST);                    \
