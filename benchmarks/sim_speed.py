@@ -2,7 +2,7 @@
 
     python benchmarks/sim_speed.py [--repeat 3] [--only matmul attention] [--skip-compile]
 
-Kernels: the tutorial kernels of benchmarks/sim_speed_cases.py on the same inputs, run by
+Kernels: those of benchmarks/sim_speed_cases.py (tutorial workloads) on the same inputs, run by
 Triton's interpreter (TRITON_INTERPRET=1) and by msltrans on the simulator with all cores
 and with one (MSLTRANS_SIM_THREADS). Each engine lives in its own worker process
 (benchmarks/sim_speed_worker.py); after one warm-up run per engine (which compiles), the

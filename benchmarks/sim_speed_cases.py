@@ -1,5 +1,7 @@
-"""The kernels benchmarks/sim_speed.py times: Triton's tutorial kernels, unmodified, on the
-same inputs for every engine (the CPU Metal simulator and `TRITON_INTERPRET=1`).
+"""The kernels benchmarks/sim_speed.py times: the project's own kernels for the workloads of
+Triton's tutorials 01, 02, 05 and 06 (examples/vector_add.py, tests/e2e/workloads) and the
+ieee matmul of tests/e2e/dot_kernels.py, on the same inputs for every engine (the CPU Metal
+simulator and `TRITON_INTERPRET=1`).
 
 Each case builds its inputs once (seeded), runs the kernel(s) once per call, and checks
 the result against torch (a wrong result must never be timed as a fast one).
@@ -18,18 +20,14 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from examples.vector_add import add_kernel  # noqa: E402
+from examples.vector_add import vector_add_kernel  # noqa: E402
 from tests.e2e.dot_kernels import matmul_f32_kernel  # noqa: E402
-from tests.e2e.tutorials.test_tutorial_06_attention import (  # noqa: E402
-    attn_forward,
-    inputs,
-    reference,
-)
-from tests.e2e.tutorials.test_tutorial_softmax_layernorm import (  # noqa: E402
-    _layer_norm_bwd_dwdb,
-    _layer_norm_bwd_dx_fused,
-    _layer_norm_fwd_fused,
-    softmax_kernel,
+from tests.e2e.workloads.test_attention import attn_forward, inputs, reference  # noqa: E402
+from tests.e2e.workloads.test_softmax_layernorm import (  # noqa: E402
+    layer_norm_bwd_dx_rows,
+    layer_norm_bwd_sum_groups,
+    layer_norm_fwd_rows,
+    row_softmax_kernel,
 )
 
 Case = tuple[Callable[[], None], Callable[[], None]]   # (run once, check the last run)
@@ -42,7 +40,7 @@ def vector_add() -> Case:
     out = torch.empty(n)
 
     def run() -> None:
-        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK_SIZE=1024)
+        vector_add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
 
     def check() -> None:
         assert torch.equal(out, x + y)
@@ -56,9 +54,8 @@ def softmax() -> Case:
     y = torch.empty_like(x)
 
     def run() -> None:
-        softmax_kernel[(rows,)](y, x, x.stride(0), y.stride(0), rows, cols,
-                                BLOCK_SIZE=triton.next_power_of_2(cols), num_stages=1,
-                                num_warps=8)
+        row_softmax_kernel[(rows,)](y, x, x.stride(0), y.stride(0), rows, cols,
+                                    BLOCK=triton.next_power_of_2(cols), STAGES=1, num_warps=8)
 
     def check() -> None:
         torch.testing.assert_close(y, torch.softmax(x, dim=1), rtol=1e-5, atol=1e-7)
@@ -76,8 +73,7 @@ def matmul() -> Case:
         grid = (triton.cdiv(size, 64) * triton.cdiv(size, 64),)
         matmul_f32_kernel[grid](a, b, c, size, size, size, a.stride(0), a.stride(1),
                                 b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-                                BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, BLOCK_SIZE_K=32,
-                                GROUP_SIZE_M=8)
+                                BM=64, BN=64, BK=32, GROUP_M=8)
 
     def check() -> None:
         ref = a.double() @ b.double()
@@ -87,7 +83,7 @@ def matmul() -> Case:
 
 
 def layer_norm() -> Case:
-    """Tutorial 05 forward, then backward (dx with the per-group spin locks, then dw/db)."""
+    """Layer norm forward, then backward (dx with the per-group spin locks, then dw/db)."""
     m, n, group, eps = 128, 1024, 16, 1e-5
     gen = torch.Generator().manual_seed(1)
     x = -2.3 + 0.5 * torch.randn(m, n, generator=gen)
@@ -100,14 +96,13 @@ def layer_norm() -> Case:
     dw, db = torch.empty(n), torch.empty(n)
 
     def run() -> None:
-        _layer_norm_fwd_fused[(m,)](x, y, w, b, mean, rstd, x.stride(0), n, eps,
-                                    BLOCK_SIZE=1024, num_warps=8)
+        layer_norm_fwd_rows[(m,)](x, y, w, b, mean, rstd, x.stride(0), n, eps, BLOCK=1024,
+                                  num_warps=8)
         locks.zero_()
-        _layer_norm_bwd_dx_fused[(m,)](dx, dy, part_dw, part_db, x, w, mean, rstd, locks,
-                                       x.stride(0), n, GROUP_SIZE_M=group, BLOCK_SIZE_N=1024,
-                                       num_warps=8)
-        _layer_norm_bwd_dwdb[(triton.cdiv(n, 128),)](part_dw, part_db, dw, db, group, n,
-                                                      BLOCK_SIZE_M=32, BLOCK_SIZE_N=128)
+        layer_norm_bwd_dx_rows[(m,)](dx, dy, part_dw, part_db, x, w, mean, rstd, locks,
+                                     x.stride(0), n, GROUPS=group, BLOCK_N=1024, num_warps=8)
+        layer_norm_bwd_sum_groups[(triton.cdiv(n, 128),)](part_dw, part_db, dw, db, group, n,
+                                                          BLOCK_G=32, BLOCK_N=128)
 
     def check() -> None:
         xt, wt, bt = (t.clone().requires_grad_(True) for t in (x, w, b))
@@ -122,7 +117,8 @@ def layer_norm() -> Case:
 
 
 def attention() -> Case:
-    """Tutorial 06 forward: batch 1, heads 2, N 1024, d 64, fp16, causal."""
+    """FlashAttention forward (tutorial 06's workload): batch 1, heads 2, N 1024, d 64, fp16,
+    causal."""
     q, k, v = inputs(1, 2, 1024, 64)
     result: list[torch.Tensor] = []
 
