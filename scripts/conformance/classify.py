@@ -2,7 +2,8 @@
 
 Categories:
 - `pass`;
-- `hardware` — Apple GPUs lack it: fp64, tf32, fp8/mxfp units, 64-bit atomics, more than 1024
+- `hardware` — Apple GPUs lack it: fp64, tf32, fp8/mxfp units, the 64-bit atomics Metal has
+  no operation for (returning the old value, signed max/min, exchange, cas, load), more than 1024
   threads per threadgroup, more than 32 KB of threadgroup memory (a refusal or a skip naming it);
 - `not-lowered` — a `MetalNonRecoverableError` naming an op msltrans does not lower yet (or
   a variant of an op it refuses), keyed by op;
@@ -32,6 +33,12 @@ HARDWARE_PATTERNS: tuple[tuple[str, str], ...] = (
     ("no fp64", r"fp64|float64|f64\b|double"),
     ("no tf32", r"tf32"),
     ("no fp8/mxfp unit", r"fp8|float8|e4m3|e5m2|mxfp|e2m1|fp4|scaled_dot|dot_scaled"),
+    # What Metal's 64-bit atomics (void max/min on atomic_ulong) cannot do; 64-bit
+    # add/and/or/xor and unsigned max/min whose old value is unused run (docs/atomics.md).
+    ("no 64-bit atomic that returns the old value", r"64-bit atomic `\w+` whose old value"),
+    ("no signed 64-bit atomic max/min", r"64-bit atomic signed (max|min)"),
+    ("no 64-bit atomic exchange/compare-and-swap", r"64-bit atomic (exchange|compare-and-swap)"),
+    ("no 64-bit atomic load (atomic_poll)", r"64-bit atomic load"),
     ("no 64-bit atomics", r"64-bit atomic"),
     ("> 1024 threads", r"threads per threadgroup|num_warps=\d+ gives|> ?1024 threads"),
     ("> 32 KB threadgroup memory", r"threadgroup memory|shared memory|out of resources"),

@@ -37,6 +37,14 @@ def _fp16_allclose_failure(reference: str, ours: str) -> str:
     ({"outcome": "xfail", "reason": REFUSED + "cannot lower `tt.atomic_rmw`: 64-bit atomic on i64",
       "refusal": {"op": "tt.atomic_rmw", "reason": "64-bit atomic on i64"}},
      "hardware", "no 64-bit atomics"),
+    ({"outcome": "xfail", "reason": REFUSED + "cannot lower `tt.atomic_rmw`: 64-bit atomic `add` "
+      "whose old value is used: Metal has no 64-bit fetch-and-modify"},
+     "hardware", "no 64-bit atomic that returns the old value"),
+    ({"outcome": "xfail", "reason": REFUSED + "64-bit atomic signed max: Metal's only 64-bit "
+      "atomics, atomic_ulong max/min (MSL 6.15.4.6), compare unsigned"},
+     "hardware", "no signed 64-bit atomic max/min"),
+    ({"outcome": "xfail", "reason": REFUSED + "64-bit atomic compare-and-swap: Metal has no "
+      "64-bit compare-exchange"}, "hardware", "no 64-bit atomic exchange/compare-and-swap"),
     ({"outcome": "xfail", "reason": REFUSED + "num_warps=64 is not supported"},
      "hardware", "> 1024 threads"),
     ({"outcome": "xfail", "reason": REFUSED + "cannot lower `tt.gather` at t.py:3: no Metal "

@@ -51,3 +51,26 @@ def test_metal_compiler_rejection_is_a_refusal(engine: mps.MpsEngine) -> None:
 def test_chip_slug() -> None:
     assert mps.chip_slug("Apple M2 Pro") == "apple-m2-pro"
     assert mps.chip_slug("???") == "apple-gpu"
+
+
+@pytest.mark.parametrize(("device", "ok"), [
+    ("Apple M1", False), ("Apple M1 Max", False), ("Apple M2", True), ("Apple M2 Pro", True),
+    ("Apple M3 Max", True), ("Apple M4", True), ("AMD Radeon Pro 5500M", False),
+])
+def test_ulong_minmax_needs_m2_or_later(engine: mps.MpsEngine, monkeypatch, device: str,
+                                        ok: bool) -> None:
+    # uint64 tl.atomic_max lowers to atomic_ulong's void max (MSL 6.15.4.6): the Metal
+    # Feature Set Tables give it to Apple9, and Apple8 in a Mac (M2); the M1 has none.
+    from tests.e2e.test_atomic64 import rmw64_kernel
+
+    z = np.zeros(8, np.uint64)
+    program = compile_kernel(rmw64_kernel, (z, z.copy(), 8), 1, OP="max", SEM="relaxed",
+                             SCOPE="gpu", SLOTS=5, BLOCK=32)
+    monkeypatch.setattr(engine, "device_name", lambda: device)
+    if ok:
+        assert engine.load(program.source, program.kernel_name) is not None
+    else:
+        with pytest.raises(MetalNonRecoverableError, match="from the M2 on"):
+            engine.load(program.source, program.kernel_name)
+    plain = compile_kernel(add_kernel, (np.zeros(4, np.float32),) * 3 + (4,), 1, BLOCK_SIZE=32)
+    assert engine.load(plain.source, plain.kernel_name) is not None  # no 64-bit max: any GPU

@@ -56,7 +56,40 @@ def test_as_type_size_mismatch():
 
 
 def test_ulong_min_max_accepted():
+    # MSL 6.15.4.6: void atomic_max/min_explicit on device atomic_ulong (MSL 2.4 and later).
     sim.compile_shader(
         HEADER + "kernel void k(device atomic_ulong* a [[buffer(0)]]) {"
-        " atomic_fetch_max_explicit(a, 1ul, memory_order_relaxed); }"
+        " atomic_max_explicit(a, 1ul, memory_order_relaxed);"
+        " atomic_min_explicit(a, 1ul, memory_order_relaxed); }"
     )
+
+
+@pytest.mark.parametrize(("body", "needle"), [
+    # no fetch form: the 64-bit max/min return void
+    ("ulong o = atomic_fetch_max_explicit(a, 1ul, memory_order_relaxed); a[1] = o;",
+     "atomic_ulong has only the void atomic_max_explicit"),
+    ("atomic_load_explicit(a, memory_order_relaxed);", "no 64-bit atomic load"),
+    ("atomic_store_explicit(a, 1ul, memory_order_relaxed);", "no 64-bit atomic store"),
+    ("atomic_exchange_explicit(a, 1ul, memory_order_relaxed);", "no 64-bit atomic exchange"),
+])
+def test_ulong_other_ops_rejected(body, needle):
+    msg = _error("kernel void k(device atomic_ulong* a [[buffer(0)]]) { " + body + " }")
+    assert needle in msg
+
+
+def test_ulong_min_max_rejected_in_threadgroup_memory():
+    msg = _error(
+        "kernel void k(device uint* o [[buffer(0)]]) { threadgroup atomic_ulong t;"
+        " atomic_max_explicit(&t, 1ul, memory_order_relaxed); }"
+    )
+    assert "atomic_max_explicit" in msg
+
+
+def test_atomic_ulong_needs_msl_2_4():
+    with pytest.raises(sim.CompileError) as e:
+        sim.compile_shader(
+            "#undef __METAL_VERSION__\n#define __METAL_VERSION__ 230\n" + HEADER
+            + "kernel void k(device atomic_ulong* a [[buffer(0)]]) {"
+            " atomic_max_explicit(a, 1ul, memory_order_relaxed); }"
+        )
+    assert "atomic_ulong needs MSL 2.4" in str(e.value)

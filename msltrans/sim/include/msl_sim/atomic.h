@@ -3,8 +3,10 @@
 // order is accepted and behaves as seq_cst. Weak compare-exchange fails only on a mismatch,
 // unless MSLTRANS_SIM_CAS_SPURIOUS=N (read by the runtime at each dispatch) makes every Nth
 // call of the dispatch fail spuriously; strong compare-exchange never fails spuriously.
-// What Metal lacks fails to compile: 64-bit add/sub/and/or/xor/exchange (atomic_ulong has
-// only min/max), atomic_float min/max/bitwise, atomic types other than Metal's.
+// What Metal lacks fails to compile (MSL specification, sections 2.6 and 6.15.4): any
+// operation on atomic_ulong but the void atomic_max/min_explicit on device memory (6.15.4.6,
+// MSL 2.4 and later, so atomic_ulong itself needs __METAL_VERSION__ >= 240); atomic_float
+// min/max/bitwise; atomic types other than Metal's.
 #ifndef MSL_SIM_ATOMIC_H
 #define MSL_SIM_ATOMIC_H
 #pragma clang system_header
@@ -15,6 +17,8 @@ template <class T> struct atomic {
     static_assert(is_same<T, int>::value || is_same<T, uint>::value || is_same<T, bool>::value ||
                   is_same<T, float>::value || is_same<T, ulong>::value,
                   "Metal atomics exist for int, uint, bool, float and (min/max only) ulong");
+    static_assert(!is_same<T, ulong>::value || __METAL_VERSION__ >= 240,
+                  "atomic_ulong needs MSL 2.4 (__METAL_VERSION__ >= 240)");
     typedef T value_type;
     T __v;
 };
@@ -31,13 +35,16 @@ namespace __detail {
 template <class T> constexpr bool is_int32 = is_same<T, int>::value || is_same<T, uint>::value;
 }
 #define MSL_SIM_NO64(T, what) static_assert(sizeof(T) == 4 || is_same<T, bool>::value, \
-    what " on a 64-bit atomic: Metal has no 64-bit atomic " what " (atomic_ulong supports only min and max)")
+    what " on a 64-bit atomic: Metal has no 64-bit atomic " what \
+    " (atomic_ulong has only the void atomic_max/min_explicit, MSL 6.15.4.6)")
 
 #define MSL_SIM_ATOMICS(AS)                                                                                    \
     template <class T> inline T atomic_load_explicit(const volatile AS atomic<T> *o, memory_order) {        \
+        MSL_SIM_NO64(T, "load");                                                                             \
         return o->__v;                                                                                       \
     }                                                                                                        \
     template <class T> inline void atomic_store_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order) { \
+        MSL_SIM_NO64(T, "store");                                                                            \
         o->__v = v;                                                                                          \
     }                                                                                                        \
     template <class T> inline T atomic_exchange_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order) { \
@@ -94,13 +101,26 @@ template <class T> constexpr bool is_int32 = is_same<T, int>::value || is_same<T
     }
 #define MSL_SIM_ATOMIC_MINMAX(AS, name, cmp)                                                                   \
     template <class T> inline T atomic_fetch_##name##_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order) { \
-        static_assert(__detail::is_int32<T> || is_same<T, ulong>::value,                                     \
-                      "atomic_fetch_" #name "_explicit needs atomic_int, atomic_uint or atomic_ulong");      \
+        static_assert(__detail::is_int32<T>, "atomic_fetch_" #name "_explicit needs atomic_int or atomic_uint" \
+                      " (atomic_ulong has only the void atomic_" #name "_explicit, MSL 6.15.4.6)");          \
         T old = o->__v; if (v cmp old) o->__v = v; return old;                                               \
     }
 
 MSL_SIM_ATOMICS(__global)
 MSL_SIM_ATOMICS(__local)
+
+#if __METAL_VERSION__ >= 240
+// MSL 6.15.4.6, Atomic Modify Functions (64 Bits): void max/min on device atomic_ulong, relaxed
+// order only; Apple silicon (GPU families: the Metal Feature Set Tables), MSL 2.4 and later.
+// No threadgroup overloads: Metal has none.
+#define MSL_SIM_ATOMIC_ULONG_MINMAX(name, cmp)                                                                 \
+    inline void atomic_##name##_explicit(volatile __global atomic<ulong> *o, ulong v, memory_order) {      \
+        if (v cmp o->__v) o->__v = v;                                                                        \
+    }
+MSL_SIM_ATOMIC_ULONG_MINMAX(min, <)
+MSL_SIM_ATOMIC_ULONG_MINMAX(max, >)
+#undef MSL_SIM_ATOMIC_ULONG_MINMAX
+#endif
 #undef MSL_SIM_ATOMICS
 #undef MSL_SIM_ATOMIC_BITOP
 #undef MSL_SIM_ATOMIC_MINMAX
