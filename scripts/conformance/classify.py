@@ -91,6 +91,25 @@ ASSUMES_BY_ID: tuple[tuple[str, str, str], ...] = (
      "gives the float64 loss rounded to fp16 (liger_vs_float64.py)",
      r"test_cross_entropy\.py::test_correctness_with_forward_only\[dtype1-1\.0-0\.01-0\.01-mean-"
      r"2-4096-", r"allclose.*\(tensor\(inf, dtype=torch\.float16\)"),
+    # Triton's ReplenishingProcessPool (triton._internal_testing) starts each worker with
+    # torch.cuda.synchronize(), which a CPU torch build refuses ("Torch not compiled with CUDA
+    # enabled"): the worker exits before its first task, and the parent's send on the closed
+    # pipe fails. Nothing of msltrans runs in it.
+    ("needs a CUDA torch build (the test's process-pool workers call torch.cuda.synchronize())",
+     r"::test_replenishing_process_pool_reuses_clean_processes$",
+     r"ConnectionResetError|BrokenPipeError"),
+    # test_int_annotation stores v = 3 at X + v into a one-element tensor: 8 bytes past its
+    # end, which a GPU allocator's slack hides and the simulator's guard page reports. With
+    # room for X[3], the same kernel passes the test's checks
+    # (tests/e2e/test_upstream_assumptions.py::test_int_annotation_in_bounds).
+    ("writes past the end of its one-element tensor (X + 3); in bounds the kernel passes "
+     "(test_upstream_assumptions.py)", r"::test_int_annotation\[",
+     r"OutOfBoundsError: out-of-bounds write of buffer 0 \(`X`, 4 bytes\)"),
+    # test_fp8_support's list for a backend that is not CUDA/HIP/XPU has fp8e5 only, so it
+    # expects fp8e4nv to be refused; msltrans declares and runs fp8e4nv
+    # (MetalOptions.supported_fp8_dtypes; conversions bit-exact with CUDA in tests/e2e/test_fp8.py).
+    ("expects fp8e4nv refused off CUDA/HIP/XPU; msltrans supports it (tests/e2e/test_fp8.py)",
+     r"::test_fp8_support\[dtype2\]$", r"DID NOT RAISE"),
     # Two test_scaled_dot cases miss atol=1e-5 on one element each, in sums that cancel. The
     # reference is torch's CPU matmul; msltrans's value is within the fp32 accumulation bound of
     # the exact (float64) product and equals Triton CUDA's bits except where the order of
