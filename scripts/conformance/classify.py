@@ -110,6 +110,26 @@ ASSUMES_BY_ID: tuple[tuple[str, str, str], ...] = (
     # (MetalOptions.supported_fp8_dtypes; conversions bit-exact with CUDA in tests/e2e/test_fp8.py).
     ("expects fp8e4nv refused off CUDA/HIP/XPU; msltrans supports it (tests/e2e/test_fp8.py)",
      r"::test_fp8_support\[dtype2\]$", r"DID NOT RAISE"),
+    # test_frontend's parser tests build for GPUTarget("cuda", 100, 32) (triton/_filecheck.py
+    # `stub_target`): only Triton's front end and NVIDIA's codegen hooks run, msltrans does not.
+    # The tree's front end names a constant `%c1_i32_0` and rejects a tensor pointer in
+    # tl.atomic_poll; Triton 3.9's does neither.
+    ("the tree's front-end test (built for CUDA; msltrans not involved) expects what Triton "
+     "3.9's front end does differently (tree/release skew)",
+     r"::test_(named_expr_without_prior_annotation_decays|atomic_poll_rejects_tensor_pointer)$",
+     r"expected string not found|DID NOT RAISE"),
+    # test_line_info FileChecks the TTIR's location numbering as the tree's front end wrote it;
+    # msltrans's TTIR equals the NVIDIA backend's make_ttir output on Triton 3.9
+    # (tests/e2e/test_upstream_assumptions.py::test_ttir_locations_are_the_cuda_backends).
+    ("the TTIR location numbering of the tree's front end (msltrans's TTIR is NVIDIA's on "
+     "Triton 3.9: test_upstream_assumptions.py)",
+     r"::test_(use_name_loc_as_prefix|line_and_column_numbers)$", r"expected string not found"),
+    # test_reproducer wants a reproducer of every MLIR stage, make_llir (CUDA/AMD's LLVM
+    # stage) included; msltrans's MLIR stages are make_ttir and make_ttgir, and both reproducers
+    # are there (test_upstream_assumptions.py::test_mlir_reproducers_for_the_mlir_stages).
+    ("expects an LLVM stage's (make_llir) MLIR reproducer; msltrans's make_ttir/make_ttgir "
+     "ones are there (test_upstream_assumptions.py)",
+     r"::test_triton_reproducer_path$", r"make_llir"),
     # Two test_scaled_dot cases miss atol=1e-5 on one element each, in sums that cancel. The
     # reference is torch's CPU matmul; msltrans's value is within the fp32 accumulation bound of
     # the exact (float64) product and equals Triton CUDA's bits except where the order of
@@ -122,6 +142,10 @@ ASSUMES_BY_ID: tuple[tuple[str, str, str], ...] = (
 # (what it runs, test-id pattern): timeouts that are the test's size, not a hang. Each names
 # the project test that runs its kernel at a size that fits.
 BUDGET_BY_ID: tuple[tuple[str, str], ...] = (
+    ("every source bit pattern: 256 launches × 2^24 values per conversion (hours here); the "
+     "same conversions bit for bit against Triton CUDA: tests/e2e/test_fp8.py (to fp8) and "
+     "test_diff_cast.py::test_downcast_rounding_like_cuda (to fp16/bf16, rtne and rtz)",
+     r"::test_typeconvert_downcast\["),
     ("1000 launches × 65536 programs × 1024 threads (about 4 h here); one launch of the same "
      "kernel: tests/e2e/test_upstream_regressions.py::test_load_store_same_ptr_one_launch",
      r"::test_load_store_same_ptr$"),

@@ -42,3 +42,69 @@ def test_int_annotation_in_bounds(signed: bool, width: int) -> None:
     assert f"arith.{'si' if signed else 'ui'}tofp" in ttir
     want = [-1.0, 1.0, -1.0, -1.0] if width == 1 else [-1.0, -1.0, -1.0, 3.0]
     assert x.tolist() == want
+
+
+@triton.jit
+def _named_locs(src, N, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(0)
+    offset = pid * BLOCK_SIZE
+    offsets = offset + tl.arange(0, BLOCK_SIZE)
+    load_src_store_dst = src + offsets
+    mask = offsets < N
+    x_plus_1 = tl.load(load_src_store_dst, mask=mask) + 1
+    tl.store(load_src_store_dst, x_plus_1, mask=mask)
+
+
+def _cuda_ttir(src) -> str:
+    """Triton's NVIDIA backend's make_ttir output (no GPU needed for this stage)."""
+    from triton._C.libtriton import ir
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import make_backend
+
+    target = GPUTarget("cuda", 90, 32)
+    backend = make_backend(target)
+    ctx = ir.context()
+    ir.load_dialects(ctx)
+    backend.load_dialects(ctx)
+    options = backend.parse_options({})
+    module = src.make_ir(target, options, backend.get_codegen_implementation(options),
+                         backend.get_module_map(), ctx)
+    stages: dict = {}
+    backend.add_stages(stages, options, src.language)
+    return str(stages["ttir"](module, {}))
+
+
+def test_ttir_locations_are_the_cuda_backends() -> None:
+    """Upstream's test_line_info.py::test_use_name_loc_as_prefix / test_line_and_column_numbers
+    FileCheck the TTIR's location numbering as the tree's front end wrote it (e.g. `#loc12`
+    for `x_plus_1`). Triton 3.9's front end numbers them differently; msltrans's TTIR — names,
+    locations and all — is the NVIDIA backend's on the same Triton (tree/release skew)."""
+    pytest.importorskip("triton.backends.nvidia.compiler")
+    src = triton.compiler.ASTSource(fn=_named_locs, signature={"src": "*fp32", "N": "i32",
+                                                               "BLOCK_SIZE": "constexpr"},
+                                    constexprs={"BLOCK_SIZE": 16})
+    ours = triton.compile(src).asm["ttir"]
+    assert 'loc("x_plus_1"' in ours and "%load_src_store_dst" in ours
+    assert ours == _cuda_ttir(src)
+
+
+def test_mlir_reproducers_for_the_mlir_stages(tmp_path, monkeypatch) -> None:
+    """Upstream's test_reproducer.py wants a reproducer for every MLIR stage it knows, among
+    them CUDA/AMD's `make_llir`; msltrans's MLIR stages are make_ttir and make_ttgir (then
+    MSL text), and TRITON_REPRODUCER_PATH gives exactly those, with the pipelines it checks."""
+    import re
+
+    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
+    monkeypatch.setenv("TRITON_REPRODUCER_PATH", str(tmp_path / "repro_prefix"))
+
+    @triton.jit
+    def empty():
+        return
+
+    empty[(1,)]()
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["repro_prefix.make_ttgir.repro.mlir", "repro_prefix.make_ttir.repro.mlir"]
+    for stage, passes in (("make_ttir", "triton-combine"), ("make_ttgir", "triton.*-coalesce")):
+        text = (tmp_path / f"repro_prefix.{stage}.repro.mlir").read_text()
+        assert "mlir_reproducer" in text
+        assert re.search(r"pipeline: \"(.*" + passes + ".*)\"", text), stage
