@@ -108,3 +108,50 @@ def test_mlir_reproducers_for_the_mlir_stages(tmp_path, monkeypatch) -> None:
         text = (tmp_path / f"repro_prefix.{stage}.repro.mlir").read_text()
         assert "mlir_reproducer" in text
         assert re.search(r"pipeline: \"(.*" + passes + ".*)\"", text), stage
+
+
+@triton.jit
+def _chunked_scale_dot(a_ptr, b_ptr, out_ptr, a_scale, M, BLOCK_M: tl.constexpr,
+                       N: tl.constexpr, K: tl.constexpr):
+    # One program; scales in NVIDIA's 128-row chunk layout [chunks, K/128, 32, 4, 4], loaded a
+    # whole BLOCK_M / 128 chunks at a time WITHOUT a mask (as upstream's
+    # block_scale_mxfp_matmul does); A's rows wrap (% M); output rows >= M are masked off.
+    rows = tl.arange(0, BLOCK_M) % M
+    a = tl.load(a_ptr + rows[:, None] * K + tl.arange(0, K)[None, :])
+    b = tl.load(b_ptr + tl.arange(0, K)[:, None] * N + tl.arange(0, N)[None, :])
+    chunk = tl.arange(0, BLOCK_M // 128)
+    inner = tl.arange(0, (K // 128) * 512)
+    s = tl.load(a_scale + chunk[:, None] * ((K // 128) * 512) + inner[None, :])
+    s = s.reshape(BLOCK_M // 128, K // 128, 32, 4, 4).trans(0, 3, 2, 1, 4)
+    s = s.reshape(BLOCK_M, K // 32)
+    c = tl.dot_scaled(a, s, "e5m2", b, None, "e5m2")
+    out_rows = tl.arange(0, BLOCK_M)
+    tl.store(out_ptr + out_rows[:, None] * N + tl.arange(0, N)[None, :], c,
+             mask=out_rows[:, None] < M)
+
+
+def test_chunked_scale_load_past_m() -> None:
+    """Upstream's test_matmul.py::test_blocked_scale_mxfp with M=63 (N=111) and BLOCK_M=256
+    (BLOCK_N=256) loads two 128-row scale chunks, unmasked, from a tensor that has one: a read
+    past its end, which a GPU's allocator slack hides and the simulator's guard page reports
+    (at byte offset = the tensor's size). The rows those scales belong to are masked off; with
+    the second chunk allocated, the same pattern gives the exact rows < M."""
+    import numpy as np
+
+    from msltrans.sim.errors import OutOfBoundsError
+
+    m, n, k, block_m = 63, 32, 128, 256
+    g = torch.Generator().manual_seed(3)
+    a = torch.randint(20, 40, (m, k), dtype=torch.uint8, generator=g).view(torch.float8_e5m2)
+    b = torch.randint(20, 40, (k, n), dtype=torch.uint8, generator=g).view(torch.float8_e5m2)
+    one = torch.randint(120, 130, (1, k // 128, 32, 4, 4), dtype=torch.uint8, generator=g)
+    out = torch.zeros(m, n)
+    with pytest.raises(OutOfBoundsError, match=r"`a_scale`, 512 bytes\) at byte offset 512"):
+        _chunked_scale_dot[(1,)](a, b, out, one, m, BLOCK_M=block_m, N=n, K=k)
+    two = torch.cat([one, torch.full_like(one, 127)])  # the chunk the kernel reads
+    _chunked_scale_dot[(1,)](a, b, out, two, m, BLOCK_M=block_m, N=n, K=k)
+    scale = one.permute(0, 3, 2, 1, 4).reshape(128, k // 32)[:m].double()
+    scale = torch.exp2(scale - 127).repeat_interleave(32, dim=1)
+    ref = (a.double() * scale) @ b.double()  # products exact in bf16, sums < 2^24 ulps apart
+    bound = k * 2.0**-24 * ((a.double() * scale).abs() @ b.double().abs())
+    assert np.all((out.double() - ref).abs().numpy() <= bound.numpy())
