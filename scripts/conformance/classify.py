@@ -85,6 +85,18 @@ ASSUMES_BY_ID: tuple[tuple[str, str, str], ...] = (
      r"test_cross_entropy\.py::test_correctness_(with_z_loss_with_other_params_once\[0\.2--42-"
      r"sum-(False-1e-05|True-0\.0001)-1\.0-dtype1-|not_last_layer_with_other_params\[1\.0-dtype1-"
      r"1e-08-1e-05-sum-(42-1e-05-0\.2-40\.0|-100-0\.0001-0\.1-30\.0)-)", r"allclose|[Mm]ismatch"),
+    # Liger's bf16 cases (run since the runner answers Liger's bf16 gate for msltrans):
+    # torch-CPU's bf16 cross-entropy gradient (reduction="sum", 3x423 rows) and its bf16
+    # gelu_tanh backward (the geglu MLP's d gate) miss the tests' tolerance against float64,
+    # msltrans's meet it; end to end, the geglu MLP's two bf16 pipelines are equally far from
+    # float64 (scripts/conformance/liger_vs_float64.py --cases cross_entropy_bf16 geglu).
+    ("the reference is torch-CPU's bf16 cross-entropy gradient (sum), further from float64 "
+     "than msltrans (liger_vs_float64.py)",
+     r"test_cross_entropy\.py::test_correctness(_not_last_layer)?\[1\.0-dtype0-1e-08-0\.05-sum-"
+     r"3-423-32000\]", r"allclose"),
+    ("the reference is torch-CPU's bf16 gelu_tanh backward, further from float64 than msltrans; "
+     "end to end both bf16 pipelines are as far from float64 (liger_vs_float64.py)",
+     r"test_geglu\.py::test_correctness\[dtype1-0\.01-0\.01-2-2048-2048-4096\]", r"allclose"),
     # torch-CPU's fp16 cross_entropy (mean) sums the 8192 row losses in fp16: about 89000 > 65504,
     # so its reference is inf; msltrans's 10.8828 is the float64 loss rounded to fp16.
     ("the reference is torch-CPU's fp16 cross-entropy (mean), which overflows to inf; msltrans "

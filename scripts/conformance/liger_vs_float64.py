@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Which side is wrong when a Liger test's torch-CPU reference and msltrans disagree?
 
-    /tmp/ligervenv/bin/python scripts/conformance/liger_vs_float64.py --liger-src /work/liger
+    /tmp/ligervenv/bin/python scripts/conformance/liger_vs_float64.py --liger-src /work/liger \
+        [--cases geglu cross_entropy_bf16 ...]
 
 Liger's tests compare its kernels with torch on the same device. Here that device is the CPU,
-whose bf16 layer_norm backward and fp32 cross-entropy (reduction="sum") round differently from
-CUDA's, and whose fp16 cross-entropy (reduction="mean") sums 8192 row losses in fp16 and
-overflows to inf. For each case a failing test ran, set up as the test sets it up, this script
-computes the same loss three ways — torch on the CPU in the test's dtype (the test's
+whose bf16 layer_norm backward, fp32 and bf16 cross-entropy (reduction="sum") and bf16
+gelu_tanh backward (the GEGLU MLP) round differently from CUDA's, and whose fp16
+cross-entropy (reduction="mean") sums 8192 row losses in fp16 and overflows to inf. For each
+case a failing test ran, set up as the test sets it up, this script computes the same loss
+three ways — torch on the CPU in the test's dtype (the test's
 reference), Liger's kernels through msltrans, and torch in float64 — and prints each side's
 largest error against float64 and whether each side passes the test's own tolerance against
 float64. `classify.py` files a failure as test-assumes only for cases this script shows
@@ -128,6 +130,32 @@ def cross_entropy_rows() -> list[Row]:
     return rows
 
 
+def cross_entropy_bf16_rows() -> list[Row]:
+    """bf16, reduction="sum", (3, 423, 32000): test_correctness (re-seeds 0, dy = 1) and
+    test_correctness_not_last_layer (seed 42, loss * 3, dy = rand), as the tests set them up."""
+    from liger_kernel.transformers.cross_entropy import LigerCrossEntropyLoss
+
+    rows = []
+    b, t, v = 3, 423, 32000
+    for test, seed0 in (("correctness", True), ("not_last_layer", False)):
+        _seed(seed0)
+        x = torch.randn(b * t, v, dtype=torch.bfloat16)
+        target = torch.randint(0, v, (b * t,))
+        xs = [x.clone().requires_grad_(True), x.clone().requires_grad_(True),
+              x.double().requires_grad_(True)]
+        outs = [F.cross_entropy(xs[0], target, reduction="sum"),
+                LigerCrossEntropyLoss(reduction="sum")(xs[1], target)]
+        grad = torch.rand_like(outs[0]) if test == "not_last_layer" else torch.ones(())
+        outs.append(F.cross_entropy(xs[2], target, reduction="sum"))
+        for out in outs:
+            (out * 3 if test == "not_last_layer" else out).backward(grad.to(out.dtype))
+        case = f"cross_entropy bf16 sum {b}-{t}-{v} {test}"
+        rows.append(_row(case, "loss", outs[0].detach(), outs[1].detach(), outs[2].detach(),
+                         1e-8, 5e-2))
+        rows.append(_row(case, "dX", xs[0].grad, xs[1].grad, xs[2].grad, 1e-8, 5e-2))
+    return rows
+
+
 def forward_only_rows() -> list[Row]:
     """test_correctness_with_forward_only, fp16, mean over 8192 rows: torch-CPU sums in fp16."""
     from liger_kernel.transformers.cross_entropy import LigerCrossEntropyLoss
@@ -144,17 +172,83 @@ def forward_only_rows() -> list[Row]:
                  1e-2, 1e-2)]
 
 
+def geglu_rows() -> list[Row]:
+    """test_geglu.py::test_correctness, bf16, (2, 2048, 2048, 4096): LlamaMLP (gelu_tanh) on
+    torch-CPU against LigerGEGLUMLP, forward y and the four gradients, as the test sets it up;
+    float64 runs the same MLP from the same bf16 inputs, weights and dy."""
+    from liger_kernel.transformers.geglu import LigerGEGLUMLP
+    from transformers.models.llama.configuration_llama import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaMLP
+
+    config = LlamaConfig(hidden_size=4096, intermediate_size=11008,
+                         hidden_act="gelu_pytorch_tanh")
+    b, t, hid, inter, dtype = 2, 2048, 2048, 4096, torch.bfloat16
+    _seed(seed0=False)
+    x = torch.randn(b, t, hid, dtype=dtype)
+    w = {k: torch.randn(shape, dtype=dtype) for k, shape in
+         (("gate", (hid, inter)), ("up", (hid, inter)), ("down", (inter, hid)))}
+    def weighted(m: torch.nn.Module) -> torch.nn.Module:
+        for k in w:
+            getattr(m, f"{k}_proj").weight.data = w[k].T.to(m.down_proj.weight.dtype)
+        return m
+
+    mlps = [weighted(LlamaMLP(config=config).to(dtype)),
+            weighted(LigerGEGLUMLP(config=config).to(dtype))]
+    xs = [x.clone().requires_grad_(True), x.clone().requires_grad_(True)]
+    ys = [m(xi) for m, xi in zip(mlps, xs, strict=True)]
+    dy = torch.randn_like(ys[0])  # drawn where the test draws it
+    mlps.append(weighted(LlamaMLP(config=config).double()))
+    xs.append(x.double().requires_grad_(True))
+    ys.append(mlps[2](xs[2]))
+    for y in ys:
+        y.backward(dy.to(y.dtype).clone())
+    case = f"geglu bf16 {b}-{t}-{hid}-{inter}"
+    rows = [_row(case, "y", ys[0].detach(), ys[1].detach(), ys[2].detach(), 1e-2, 1e-2)]
+    for k in w:
+        g = [getattr(m, f"{k}_proj").weight.grad for m in mlps]
+        rows.append(_row(case, f"{k}_proj.weight.grad", g[0], g[1], g[2], 1e-2, 1e-2))
+    rows.append(_row(case, "x.grad", xs[0].grad, xs[1].grad, xs[2].grad, 1e-2, 1e-2))
+    # The elementwise op Liger replaces, on the same bf16 gate, up and incoming gradient:
+    # torch-CPU's gelu_tanh(gate) * up and its autograd, Liger's kernels, float64.
+    from liger_kernel.ops import LigerGELUMulFunction
+
+    with torch.no_grad():
+        gate, up = mlps[0].gate_proj(x), mlps[0].up_proj(x)
+        dh = dy @ w["down"].T
+    leaves = [(gate.clone().requires_grad_(True), up.clone().requires_grad_(True))
+              for _ in range(2)]
+    leaves.append((gate.double().requires_grad_(True), up.double().requires_grad_(True)))
+    hs = [mlps[0].act_fn(leaves[0][0]) * leaves[0][1],
+          LigerGELUMulFunction.apply(*leaves[1]),
+          torch.nn.functional.gelu(leaves[2][0], approximate="tanh") * leaves[2][1]]
+    for h in hs:
+        h.backward(dh.to(h.dtype))
+    rows.append(_row(case, "gelu_tanh(gate)*up", hs[0].detach(), hs[1].detach(),
+                     hs[2].detach(), 1e-2, 1e-2))
+    for i, name in ((0, "d gate"), (1, "d up")):
+        rows.append(_row(case, name, leaves[0][i].grad, leaves[1][i].grad, leaves[2][i].grad,
+                         1e-2, 1e-2))
+    return rows
+
+
+CASES = {"layer_norm": layer_norm_rows, "forward_only": forward_only_rows,
+         "cross_entropy": cross_entropy_rows, "cross_entropy_bf16": cross_entropy_bf16_rows,
+         "geglu": geglu_rows}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--liger-src", type=Path, required=True, help="Liger-Kernel checkout")
+    p.add_argument("--cases", nargs="+", choices=sorted(CASES), default=list(CASES),
+                   help="which failing cases to recompute (default: all)")
     args = p.parse_args(argv)
     src = args.liger_src.resolve()
     sys.path[:0] = [str(src / "src"), str(src)]  # liger_kernel, and test.utils for its seeding
     print("| case | tensor | torch-CPU max err vs f64 | msltrans max err vs f64 | "
           "torch-CPU within tol | msltrans within tol |")
     print("|---|---|---:|---:|---|---|")
-    for case, name, e_ref, e_ours, ok_ref, ok_ours in (layer_norm_rows() + forward_only_rows()
-                                                      + cross_entropy_rows()):
+    rows = [r for name in args.cases for r in CASES[name]()]
+    for case, name, e_ref, e_ours, ok_ref, ok_ours in rows:
         print(f"| {case} | {name} | {e_ref:.3g} | {e_ours:.3g} | {ok_ref} | {ok_ours} |",
               flush=True)
     return 0

@@ -105,6 +105,19 @@ def _fp16_allclose_failure(reference: str, ours: str) -> str:
       "32000]", "reason": "assert False + where False = allclose(...)"}, "real", "wrong result"),
     ({"outcome": "fail", "id": FORWARD_ONLY_ID,
       "reason": _fp16_allclose_failure("inf", "10.8828")}, "test-assumes", CE_MEAN_INF),
+    ({"outcome": "fail", "id": "test/transformers/test_cross_entropy.py::test_correctness["
+      "1.0-dtype0-1e-08-0.05-sum-3-423-32000]", "reason": "assert False + where False = "
+      "allclose(...)"}, "test-assumes", "the reference is torch-CPU's bf16 cross-entropy "
+     "gradient (sum), further from float64 than msltrans (liger_vs_float64.py)"),
+    # the same test with reduction="mean" was not shown to be torch's error
+    ({"outcome": "fail", "id": "test/transformers/test_cross_entropy.py::test_correctness["
+      "1.0-dtype0-1e-08-0.05-mean-3-423-32000]", "reason": "assert False + where False = "
+      "allclose(...)"}, "real", "wrong result"),
+    ({"outcome": "fail", "id": "test/transformers/test_geglu.py::test_correctness[dtype1-0.01-"
+      "0.01-2-2048-2048-4096]", "reason": "assert False is True + where False = allclose(...)"},
+     "test-assumes", "the reference is torch-CPU's bf16 gelu_tanh backward, further from "
+     "float64 than msltrans; end to end both bf16 pipelines are as far from float64 "
+     "(liger_vs_float64.py)"),
     # msltrans returning inf there (the second argument) stays ours
     ({"outcome": "fail", "id": FORWARD_ONLY_ID,
       "reason": _fp16_allclose_failure("10.8828", "inf")}, "real", "wrong result"),
