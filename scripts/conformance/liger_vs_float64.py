@@ -130,30 +130,51 @@ def cross_entropy_rows() -> list[Row]:
     return rows
 
 
-def cross_entropy_bf16_rows() -> list[Row]:
-    """bf16, reduction="sum", (3, 423, 32000): test_correctness (re-seeds 0, dy = 1) and
-    test_correctness_not_last_layer (seed 42, loss * 3, dy = rand), as the tests set them up."""
+def _ce_bf16_case(test: str, reduction: str, b: int, t: int, ignore: int | None) -> list[Row]:
+    """One bf16 cross-entropy case as its test sets it up: test_correctness (re-seeds 0,
+    dy = 1), test_correctness_not_last_layer (loss * 3, dy = rand) or
+    test_correctness_with_ignore_index (some targets set to `ignore`). Rows are independent
+    in a cross-entropy, so float64 runs in row chunks (the 8192 x 32000 cases fit memory)."""
     from liger_kernel.transformers.cross_entropy import LigerCrossEntropyLoss
 
-    rows = []
-    b, t, v = 3, 423, 32000
-    for test, seed0 in (("correctness", True), ("not_last_layer", False)):
-        _seed(seed0)
-        x = torch.randn(b * t, v, dtype=torch.bfloat16)
-        target = torch.randint(0, v, (b * t,))
-        xs = [x.clone().requires_grad_(True), x.clone().requires_grad_(True),
-              x.double().requires_grad_(True)]
-        outs = [F.cross_entropy(xs[0], target, reduction="sum"),
-                LigerCrossEntropyLoss(reduction="sum")(xs[1], target)]
-        grad = torch.rand_like(outs[0]) if test == "not_last_layer" else torch.ones(())
-        outs.append(F.cross_entropy(xs[2], target, reduction="sum"))
-        for out in outs:
-            (out * 3 if test == "not_last_layer" else out).backward(grad.to(out.dtype))
-        case = f"cross_entropy bf16 sum {b}-{t}-{v} {test}"
-        rows.append(_row(case, "loss", outs[0].detach(), outs[1].detach(), outs[2].detach(),
-                         1e-8, 5e-2))
-        rows.append(_row(case, "dX", xs[0].grad, xs[1].grad, xs[2].grad, 1e-8, 5e-2))
-    return rows
+    v = 32000
+    _seed(test == "correctness")
+    x = torch.randn(b * t, v, dtype=torch.bfloat16)
+    target = torch.randint(0, v, (b * t,))
+    kw = {"reduction": reduction}
+    if ignore is not None:
+        n = int(torch.randint(1, b * t // 2, (1,)).item())
+        target[torch.randperm(b * t)[:n]] = ignore
+        kw["ignore_index"] = ignore
+    xs = [x.clone().requires_grad_(True), x.clone().requires_grad_(True)]
+    outs = [F.cross_entropy(xs[0], target, **kw), LigerCrossEntropyLoss(**kw)(xs[1], target)]
+    grad = torch.rand_like(outs[0]) if test == "not_last_layer" else torch.ones_like(outs[0])
+    scale = 3.0 if test == "not_last_layer" else 1.0
+    for out in outs:
+        (out * scale).backward(grad)
+    loss64, dx64 = [], torch.empty(b * t, v, dtype=torch.float64)
+    for r in range(0, b * t, 512):
+        xc = x[r:r + 512].double().requires_grad_(True)
+        lc = F.cross_entropy(xc, target[r:r + 512], **{**kw, "reduction": "none"})
+        gc = grad.double() if reduction == "sum" else grad[r:r + 512].double()
+        (lc * scale).backward(gc.expand_as(lc))
+        loss64.append(lc.detach())
+        dx64[r:r + 512] = xc.grad
+    full = torch.cat(loss64)
+    exact = full.sum() if reduction == "sum" else full
+    name = f"cross_entropy bf16 {reduction} {b}-{t}-{v} {test}" + (
+        f" ignore={ignore}" if ignore is not None else "")
+    return [_row(name, "loss", outs[0].detach(), outs[1].detach(), exact, 1e-8, 5e-2),
+            _row(name, "dX", xs[0].grad, xs[1].grad, dx64, 1e-8, 5e-2)]
+
+
+def cross_entropy_bf16_rows() -> list[Row]:
+    """The bf16 (dtype0) cross-entropy cases that failed, reductions "sum" and "none"."""
+    cases = [("correctness", "sum", 3, 423, None), ("not_last_layer", "sum", 3, 423, None),
+             ("correctness", "none", 3, 423, None), ("ignore_index", "sum", 3, 423, -123),
+             ("ignore_index", "none", 3, 423, -123), ("correctness", "none", 2, 4096, None),
+             ("ignore_index", "sum", 2, 4096, 2), ("ignore_index", "none", 2, 4096, 2)]
+    return [r for case in cases for r in _ce_bf16_case(*case)]
 
 
 def forward_only_rows() -> list[Row]:
