@@ -132,16 +132,20 @@ def cross_entropy_rows() -> list[Row]:
 
 def _ce_bf16_case(test: str, reduction: str, b: int, t: int, ignore: int | None) -> list[Row]:
     """One bf16 cross-entropy case as its test sets it up: test_correctness (re-seeds 0,
-    dy = 1), test_correctness_not_last_layer (loss * 3, dy = rand) or
-    test_correctness_with_ignore_index (some targets set to `ignore`). Rows are independent
-    in a cross-entropy, so float64 runs in row chunks (the 8192 x 32000 cases fit memory)."""
+    dy = 1), test_correctness_not_last_layer (loss * 3, dy = rand),
+    test_correctness_with_ignore_index (some targets set to `ignore`) or
+    test_correctness_with_weight_once (class weights rand(V), then re-seeds 0). Rows are
+    independent in a cross-entropy, so float64 runs in row chunks (8192 x 32000 fits)."""
     from liger_kernel.transformers.cross_entropy import LigerCrossEntropyLoss
 
     v = 32000
+    kw: dict = {"reduction": reduction}
     _seed(test == "correctness")
+    if test == "weight":
+        kw["weight"] = torch.rand(v, dtype=torch.bfloat16)
+        torch.manual_seed(0)
     x = torch.randn(b * t, v, dtype=torch.bfloat16)
     target = torch.randint(0, v, (b * t,))
-    kw = {"reduction": reduction}
     if ignore is not None:
         n = int(torch.randint(1, b * t // 2, (1,)).item())
         target[torch.randperm(b * t)[:n]] = ignore
@@ -155,7 +159,10 @@ def _ce_bf16_case(test: str, reduction: str, b: int, t: int, ignore: int | None)
     loss64, dx64 = [], torch.empty(b * t, v, dtype=torch.float64)
     for r in range(0, b * t, 512):
         xc = x[r:r + 512].double().requires_grad_(True)
-        lc = F.cross_entropy(xc, target[r:r + 512], **{**kw, "reduction": "none"})
+        kw64 = {**kw, "reduction": "none"}
+        if "weight" in kw:
+            kw64["weight"] = kw["weight"].double()
+        lc = F.cross_entropy(xc, target[r:r + 512], **kw64)
         gc = grad.double() if reduction == "sum" else grad[r:r + 512].double()
         (lc * scale).backward(gc.expand_as(lc))
         loss64.append(lc.detach())
@@ -168,13 +175,20 @@ def _ce_bf16_case(test: str, reduction: str, b: int, t: int, ignore: int | None)
             _row(name, "dX", xs[0].grad, xs[1].grad, dx64, 1e-8, 5e-2)]
 
 
-def cross_entropy_bf16_rows() -> list[Row]:
-    """The bf16 (dtype0) cross-entropy cases that failed, reductions "sum" and "none"."""
-    cases = [("correctness", "sum", 3, 423, None), ("not_last_layer", "sum", 3, 423, None),
-             ("correctness", "none", 3, 423, None), ("ignore_index", "sum", 3, 423, -123),
-             ("ignore_index", "none", 3, 423, -123), ("correctness", "none", 2, 4096, None),
-             ("ignore_index", "sum", 2, 4096, 2), ("ignore_index", "none", 2, 4096, 2)]
-    return [r for case in cases for r in _ce_bf16_case(*case)]
+def cross_entropy_bf16_rows(shapes: tuple[tuple[int, int, int], ...] = ((3, 423, -123),
+                                                                     (2, 4096, 2))
+                            ) -> list[Row]:
+    """The bf16 (dtype0) cross-entropy cases that failed: reductions "sum" and "none", both
+    shapes, plain, with ignored targets, with class weights, and scaled (not_last_layer)."""
+    cases = [(test, reduction, b, t, ignore)
+             for b, t, ignore in shapes
+             for test, reduction in (("correctness", "sum"), ("correctness", "none"),
+                                     ("ignore_index", "sum"), ("ignore_index", "none"),
+                                     ("weight", "sum"), ("weight", "none"),
+                                     ("not_last_layer", "sum"))]
+    return [r for test, reduction, b, t, ignore in cases
+            for r in _ce_bf16_case(test, reduction, b, t,
+                                   ignore if test == "ignore_index" else None)]
 
 
 def forward_only_rows() -> list[Row]:
@@ -254,14 +268,19 @@ def geglu_rows() -> list[Row]:
 
 CASES = {"layer_norm": layer_norm_rows, "forward_only": forward_only_rows,
          "cross_entropy": cross_entropy_rows, "cross_entropy_bf16": cross_entropy_bf16_rows,
+         "cross_entropy_bf16_small": lambda: cross_entropy_bf16_rows(((3, 423, -123),)),
+         "cross_entropy_bf16_large": lambda: cross_entropy_bf16_rows(((2, 4096, 2),)),
          "geglu": geglu_rows}
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--liger-src", type=Path, required=True, help="Liger-Kernel checkout")
-    p.add_argument("--cases", nargs="+", choices=sorted(CASES), default=list(CASES),
-                   help="which failing cases to recompute (default: all)")
+    p.add_argument("--cases", nargs="+", choices=sorted(CASES),
+                   default=["layer_norm", "forward_only", "cross_entropy", "cross_entropy_bf16",
+                            "geglu"],
+                   help="which failing cases to recompute (default: all; cross_entropy_bf16 "
+                        "is cross_entropy_bf16_small + _large, 3x423 and 2x4096 rows)")
     args = p.parse_args(argv)
     src = args.liger_src.resolve()
     sys.path[:0] = [str(src / "src"), str(src)]  # liger_kernel, and test.utils for its seeding
