@@ -1,28 +1,44 @@
-"""Structure of the code generated for tt.dot kernels — a regression shows up without a GPU.
+"""Structure of the generated code, measured without a GPU: a regression shows up in CI.
 
-For each kernel (tutorial 03 in fp16 and fp32, a chained dot, a batched 3-D dot), on the path
-the lowering picks and on the forced fallbacks, print:
+Table 1, every kernel of the project's tutorial-shaped workloads, compiled with the
+specialisation a real launch gets (benchmarks/proxy/specialise.py: 16-byte-aligned pointers,
+integers divisible by 16, integers equal to 1 as constants):
+
+  vec%        share of the elements a thread loads/stores from device memory that move
+              in vector accesses (from the `// msltrans-mem:` lines the lowering writes)
+  acc/thr     device-memory instructions per thread, each load/store op counted once
+  regs/thr    32-bit register words the kernel declares per thread (no liveness)
+  stack       bytes of the kernel's own variables (register arrays, scalars) that stay in
+              memory in the simulator's clang -O2 build (benchmarks/sim_stack.py)
+  frame       the kernel function's frame in that build (-fstack-usage: x86-64 spills and
+              the simulator's own objects included)
+  bar/iter    threadgroup barriers in one iteration of the first loop (or the kernel)
+  tg bytes    threadgroup memory of the kernel
+
+Table 2, tt.dot kernels on the path the lowering picks and on the forced fallbacks:
 
   path        the dot path (simdgroup | registers | scratch), from the lowering's own
               `// msltrans-dot:` stats line
   acc         simdgroup path: where C comes from each step — resident (a K loop's
-              accumulator kept in simdgroup matrices, ops_dot_resident.py), staged (through
+              accumulator kept in simdgroup matrices, lower/dot/resident.py), staged (through
               scratch every step), zero (filled); "-" for the other paths
   mma/step    simdgroup MMAs one tt.dot executes (all simdgroups; one K step of the loop)
   mma/sg      ... of those, the most one simdgroup executes (the critical path)
   tg bytes    threadgroup memory of the whole kernel (MslProgram.shared_bytes)
   bar/step    threadgroup_barrier calls per K step: counted in the MSL text of the scf.for
               body (or the whole kernel when there is no loop)
-  regs/thr    32-bit register words each thread declares in the kernel (register arrays by
-              element size, pointers 2, simdgroup_matrix 2): an upper bound, no liveness
+  regs/thr    32-bit register words each thread declares in the kernel
   regs/step   ... declared inside one K step (the loop body)
   fma/thr     fma links one thread runs per tt.dot on the register/scratch paths
 
-    python benchmarks/codegen_stats.py
+    python benchmarks/codegen_stats.py                 # both tables
+    python benchmarks/codegen_stats.py --check         # exit 1 on a regression of table 1
+    python benchmarks/codegen_stats.py --write-baseline  # after an intended change
 """
 
 from __future__ import annotations
 
+import argparse
 import re
 import sys
 from pathlib import Path
@@ -30,6 +46,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' kernels
 
+from benchmarks.codegen_workloads import (  # noqa: E402
+    BASELINE,
+    WORKLOADS,
+    check,
+    load_baseline,
+    measure,
+    write_baseline,
+)
 from msltrans.lower import MslProgram  # noqa: E402
 from tests.e2e.dot_kernels import (  # noqa: E402
     batched_dot_kernel,
@@ -37,7 +61,7 @@ from tests.e2e.dot_kernels import (  # noqa: E402
     k_loop_variant_kernel,
 )
 from tests.e2e.dot_support import compile_with, dot_stats  # noqa: E402
-from tests.e2e.tutorials.tutorial_03_matmul import matmul_kernel  # noqa: E402
+from tests.e2e.workloads.grouped_matmul import grouped_matmul_kernel  # noqa: E402
 
 _WORD_BYTES = {"bool": 1, "char": 1, "uchar": 1, "short": 2, "ushort": 2, "half": 2,
                "bfloat": 2, "int": 4, "uint": 4, "float": 4, "long": 8, "ulong": 8}
@@ -110,11 +134,11 @@ def row(name: str, program: MslProgram) -> dict[str, Any]:
 
 def _tutorial(dtype: str, blocks: tuple[int, int, int], num_warps: int, path: str) -> MslProgram:
     sig = {"a_ptr": dtype, "b_ptr": dtype, "c_ptr": "*fp16"}
-    sig.update({n: "i32" for n in ("M", "N", "K", "stride_am", "stride_ak", "stride_bk",
-                                   "stride_bn", "stride_cm", "stride_cn")})
+    sig.update({n: "i32" for n in ("M", "N", "K", "sa_m", "sa_k", "sb_k", "sb_n", "sc_m",
+                                   "sc_n")})
     bm, bn, bk = blocks
-    return compile_with(matmul_kernel, sig, num_warps, path, BLOCK_SIZE_M=bm,
-                        BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8, ACTIVATION="")
+    return compile_with(grouped_matmul_kernel, sig, num_warps, path, BM=bm, BN=bn, BK=bk,
+                        GROUP_M=8, EPILOGUE="")
 
 
 def kernels() -> list[tuple[str, Any]]:
@@ -140,13 +164,38 @@ def kernels() -> list[tuple[str, Any]]:
     return out
 
 
-def main() -> int:
-    rows = [row(name, build()) for name, build in kernels()]
+def _print(rows: list[dict[str, Any]]) -> None:
     cols = list(rows[0])
     widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in cols}
     print("  ".join(c.ljust(widths[c]) for c in cols))
     for r in rows:
         print("  ".join(str(r[c]).ljust(widths[c]) for c in cols))
+
+
+def workload_rows() -> dict[str, dict[str, Any]]:
+    return {name: measure(build(), k_step_text, register_words) for name, build in WORKLOADS}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--check", action="store_true", help="fail on a regression of table 1")
+    ap.add_argument("--write-baseline", action="store_true", help="record table 1")
+    ap.add_argument("--workloads-only", action="store_true", help="skip table 2")
+    a = ap.parse_args()
+    work = workload_rows()
+    _print([{"kernel": name, **r} for name, r in work.items()])
+    if a.write_baseline:
+        write_baseline(work)
+        print(f"wrote {BASELINE}")
+    if a.check:
+        bad = check(work, load_baseline())
+        for line in bad:
+            print("REGRESSION:", line)
+        if bad:
+            return 1
+    if not (a.workloads_only or a.check):
+        print()
+        _print([row(name, build()) for name, build in kernels()])
     return 0
 
 

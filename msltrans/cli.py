@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+from msltrans import cli_signature
 from msltrans.errors import MetalNonRecoverableError
 
 STAGES = ("ttir", "ttgir", "msl")
@@ -21,9 +22,9 @@ STAGES = ("ttir", "ttgir", "msl")
 EPILOG = """\
 examples:
   msltrans dump examples/vector_add.py
-      runs the script and prints the MSL of the kernel it launched (Triton's tutorial 01)
-  msltrans dump examples/vector_add.py --signature n_elements=i32 --constexpr BLOCK_SIZE=1024
-      the same without running it (x_ptr, y_ptr, output_ptr default to *fp32)
+      runs the script and prints the MSL of the kernel it launched (a vector add)
+  msltrans dump examples/vector_add.py --signature n=i32 --constexpr BLOCK=1024
+      the same without running it (a_ptr, b_ptr, out_ptr default to *fp32)
   msltrans dump kernels.py --kernel softmax --stage ttgir --num-warps 8 \\
       --signature n_rows=i32,n_cols=i32,in_stride=i32,out_stride=i32 --constexpr BLOCK=1024
       the TTGIR Triton produced for the Metal target, with its layouts
@@ -32,14 +33,16 @@ examples:
   msltrans info
       which engine (Apple GPU or CPU simulator) and target this machine gets
 
-signature inference (kernel.py input):
-  an argument whose name ends in _ptr is *fp32 unless --signature says otherwise;
-  any other non-constexpr argument needs --signature NAME=TYPE (i32, i64, u32, fp32, fp16,
-  bf16, i1, *fp16, *i32, ...); a constexpr argument takes --constexpr NAME=VALUE or its
-  Python default. VALUE is a Python literal (1024, 0.5, True) or a dtype such as tl.float16.
-  A missing one is reported with the exact flag to add, unless the file is a script
-  (it has a __main__ block) and no flag was given: then the script is run and the
-  kernel's first real launch is dumped (the script's own output goes to stderr).
+signature (kernel.py input):
+  with no flags, a script (it has a __main__ block) is run and the kernel's first real launch
+  is dumped (the script's own output goes to stderr). Otherwise, or when the script never
+  launches the kernel, the signature is assumed as a typical launch has it and the
+  assumptions are printed first: an argument whose name ends in _ptr, or that is the base of
+  a tl.load/tl.store address, is *fp32 and 16-byte aligned (tt.divisibility=16, as Triton's
+  launcher specialises torch tensors); any other argument is i32. --signature NAME=TYPE
+  (i32, i64, u32, fp32, fp16, bf16, i1, *fp16, *i32, ...), --unaligned NAME and --divisible
+  NAME override them. A constexpr takes --constexpr NAME=VALUE or its Python default; VALUE
+  is a Python literal (1024, 0.5, True) or a dtype such as tl.float16.
 
 MSLTRANS_TRACEBACK=1 shows the full Python traceback of an error.
 the same output from a running program: TRITON_KERNEL_DUMP=1 TRITON_DUMP_DIR=dump python app.py
@@ -108,51 +111,15 @@ def _load_kernel(path: Path, name: str | None) -> Any:
     return next(iter(kernels.values()))
 
 
-def infer_signature(fn: Any, given: dict[str, str], constexprs: dict[str, str]
-                    ) -> tuple[dict[str, str], dict[str, Any]]:
-    """Signature and constexpr values for every parameter, or one error naming the flags."""
-    import inspect
-
-    unknown = sorted((set(given) | set(constexprs)) - {p.name for p in fn.params})
-    if unknown:
-        _fail(f"kernel `{fn.__name__}` has no argument(s) {', '.join(unknown)}")
-    signature: dict[str, str] = {}
-    values: dict[str, Any] = {}
-    missing: list[str] = []
-    for p in fn.params:
-        if p.is_constexpr:
-            signature[p.name] = "constexpr"
-            if p.name in constexprs:
-                values[p.name] = _parse_constexpr(constexprs[p.name])
-            elif p.default is not inspect.Parameter.empty:
-                values[p.name] = p.default
-            else:
-                missing.append(f"--constexpr {p.name}=VALUE")
-        elif p.name in given:
-            signature[p.name] = given[p.name]
-        elif isinstance(p.annotation_type, str) and p.annotation_type:
-            signature[p.name] = p.annotation_type
-        elif p.name.endswith("_ptr"):
-            signature[p.name] = "*fp32"
-        else:
-            missing.append(f"--signature {p.name}=i32")
-    if missing:
-        raise _MissingSpecialization(
-            f"kernel `{fn.__name__}` needs {'; '.join(missing)} (adjust types as needed)")
-    return signature, values
-
-
-class _MissingSpecialization(Exception):
-    """The flags do not pin down the kernel's signature (the CLI then tries a run)."""
-
-
 def _launch_comment(metadata: dict[str, Any]) -> str:
     lines = [f"// launch: kernel {metadata.get('name')}, {metadata.get('threads_per_group')} "
              f"threads per threadgroup, {metadata.get('shared')} bytes threadgroup memory"]
-    for i, p in enumerate(metadata.get("params", [])):
-        cast = f", arg_casts[{i}]={p['arg_cast']!r}" if p.get("arg_cast") else ""
-        lines.append(f"//   buffer({p['buffer_index']}): {p['name']} {p['triton_type']}"
-                     f" ({p['kind']}{cast})")
+    for p in metadata.get("params", []):
+        if p["kind"] == "pointer":
+            lines.append(f"//   buffer({p['buffer_index']}): {p['name']} {p['triton_type']}")
+        else:
+            lines.append(f"//   buffer({p['buffer_index']}) byte {p['offset']}: {p['name']} "
+                         f"{p['triton_type']} (scalar, in the argument struct)")
     return "\n".join(lines)
 
 
@@ -185,17 +152,22 @@ def _compile_and_print(args: argparse.Namespace) -> None:
             _fail(f"{path} was built for num_warps={opts.get('num_warps')}; drop --num-warps")
     else:
         fn = _load_kernel(path, args.kernel)
+        flags = bool(args.signature or args.constexpr or args.unaligned or args.divisible)
+        if not flags and _runs_as_script(path) and _dump_from_run(path, fn, wanted):
+            return  # the script's own first launch: its real signature and specialisations
         try:
-            signature, constexprs = infer_signature(
+            assumed = cli_signature.infer(
                 fn, _split_pairs(args.signature, "--signature"),
-                _split_pairs(args.constexpr, "--constexpr"))
-        except _MissingSpecialization as missing:
-            if args.signature or args.constexpr or not _runs_as_script(path):
-                _fail(str(missing))
-            _dump_from_run(path, fn, wanted)
-            return
-        src = ASTSource(fn, signature, constexprs)
+                _split_pairs(args.constexpr, "--constexpr"), _names(args.unaligned),
+                _names(args.divisible), _parse_constexpr)
+        except cli_signature.MissingSpecialization as missing:
+            _fail(str(missing))
+        src = ASTSource(fn, assumed.signature, assumed.constexprs,
+                        assumed.attrs(list(fn.arg_names)))
         opts = {"num_warps": args.num_warps or 4}
+        header = assumed.header()
+        if header:
+            print(header)
     # Explicit, so Triton does not warn about its fp-fusion default on every dump.
     from triton import knobs
 
@@ -219,15 +191,20 @@ def _compile_and_print(args: argparse.Namespace) -> None:
             _emit(name, text, len(wanted) > 1)
 
 
+def _names(items: list[str] | None) -> set[str]:
+    return {n.strip() for item in items or [] for n in item.split(",") if n.strip()}
+
+
 def _runs_as_script(path: Path) -> bool:
     return "__main__" in path.read_text(errors="replace")
 
 
-def _dump_from_run(path: Path, fn: Any, wanted: tuple[str, ...]) -> None:
-    """Run the script as `python path` and print what its launches of `fn` compiled.
+def _dump_from_run(path: Path, fn: Any, wanted: tuple[str, ...]) -> bool:
+    """Run the script as `python path` and print what its first launch of `fn` compiled;
+    False when it never launched `fn` (the caller then assumes a signature).
 
-    The signature and constexprs are then the ones the program really used, so
-    `msltrans dump examples/vector_add.py` needs no flags.
+    The signature, constexprs and specialisations are then the ones the program really used,
+    so `msltrans dump examples/vector_add.py` needs no flags.
     """
     import contextlib
     import types
@@ -259,7 +236,9 @@ def _dump_from_run(path: Path, fn: Any, wanted: tuple[str, ...]) -> None:
     compiled = [k for cache in getattr(ran, "device_caches", {}).values()
                 for k in cache[0].values()]
     if not compiled:
-        _fail(f"{path} ran but never launched `{fn.__name__}`: pass --signature/--constexpr")
+        print(f"msltrans: {path} ran but never launched `{fn.__name__}`: assuming its "
+              "signature", file=sys.stderr)
+        return False
     kernel = compiled[0]
     sig = ", ".join(f"{k}={v}" for k, v in kernel.src.signature.items()) \
         if hasattr(kernel, "src") else "as launched"
@@ -268,6 +247,7 @@ def _dump_from_run(path: Path, fn: Any, wanted: tuple[str, ...]) -> None:
         text = kernel.asm[stage]
         text = text.decode() if isinstance(text, bytes) else str(text)
         _emit(stage, text, len(wanted) > 1)
+    return True
 
 
 def _make_ir(src: Any, backend: Any, options: Any, context: Any, path: Path) -> Any:
@@ -337,21 +317,80 @@ def build_parser() -> argparse.ArgumentParser:
                       help="argument types, e.g. x_ptr=*fp16,n=i32 (repeatable)")
     dump.add_argument("--constexpr", action="append", metavar="NAME=VALUE[,NAME=VALUE]",
                       help="constexpr values, e.g. BLOCK_SIZE=1024 (repeatable)")
+    dump.add_argument("--unaligned", action="append", metavar="NAME[,NAME]",
+                      help="pointers NOT to assume 16-byte aligned (default: all are, as "
+                           "Triton's launcher specialises torch tensors)")
+    dump.add_argument("--divisible", action="append", metavar="NAME[,NAME]",
+                      help="int arguments that are multiples of 16 (tt.divisibility=16)")
     dump.add_argument("--no-fp-fusion", action="store_true",
                       help="compile as enable_fp_fusion=False (no fma contraction of a*b+c)")
     dump.add_argument("--chip", default=DEFAULT_CHIP, help=f"target chip (default {DEFAULT_CHIP})")
+    dump.add_argument("--html", metavar="OUT.html", help="write a self-contained page instead: "
+                      "source | TTGIR | MSL side by side, launch metadata, layout pictures")
     sub.add_parser("info", help="show the engine, target and device properties",
                    description="Show which engine (mps or sim) and target this machine gets.")
+    test = sub.add_parser("selftest", help="run msltrans's self-test and write a JSON receipt",
+                          description=SELFTEST_HELP,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    test.add_argument("--out", default=None, help="receipt path (default: "
+                      "msltrans-selftest-<chip>-<date>.json in the current directory)")
+    test.add_argument("--full", action="store_true",
+                      help="every case (more dot dtypes, causal attention, math functions)")
+    test.add_argument("--case", action="append", help="run only this case (repeatable)")
+    test.add_argument("--time", dest="time_kernels", action="store_true", default=None,
+                      help="time the tutorial kernels against torch (default: on MPS only)")
+    test.add_argument("--write-reference", action="store_true", help=argparse.SUPPRESS)
+    from msltrans.teach.cli_hooks import add_layout_parser
+
+    add_layout_parser(sub)
     return parser
+
+
+SELFTEST_HELP = """\
+Run a curated set of kernels (Triton's tutorials 01-06 at small sizes, reductions, scans,
+atomics, dots, attention) on this machine's engine: the Apple GPU on a Mac, the CPU simulator
+elsewhere. Every output is checked against a float64 reference and against the bytes the
+simulator produced for the same inputs (bit for bit where the simulator claims exactness; the
+largest ULP difference otherwise). On a Mac the tutorial kernels are timed against torch's
+own MPS ops. Writes a JSON receipt; exit status 1 if a case fails.
+"""
+
+
+def _selftest(args: argparse.Namespace) -> int:
+    import datetime as dt
+    import re
+
+    from msltrans import selftest
+
+    if args.write_reference:
+        sizes = selftest.write_reference()
+        print(f"wrote {len(sizes)} outputs, {sum(sizes.values())} bytes")
+        return 0
+    receipt = selftest.run(full=args.full, time_kernels=args.time_kernels, only=args.case,
+                           progress=lambda line: print(line, file=sys.stderr))
+    chip = re.sub(r"[^a-z0-9]+", "-", str(receipt["environment"]["chip"]).lower()).strip("-")
+    out = Path(args.out) if args.out else Path(
+        f"msltrans-selftest-{chip}-{dt.date.today().isoformat()}.json")
+    selftest.save(receipt, out)
+    summary = ", ".join(f"{n} {v}" for v, n in receipt["summary"].items() if n)
+    print(f"msltrans selftest ({receipt['set']}, {receipt['environment']['engine']}): "
+          f"{summary}; receipt: {out}")
+    return 0 if not (receipt["summary"]["fail"] or receipt["summary"]["error"]) else 1
 
 
 def main(argv: list[str] | None = None) -> int:
     import os
 
     args = build_parser().parse_args(argv)
+    if args.command == "layout" or getattr(args, "html", None):  # the teaching views
+        from msltrans.teach.cli_hooks import run
+
+        return run(args)
     if os.environ.get("MSLTRANS_TRACEBACK"):  # for debugging msltrans itself
         if args.command == "info":
             _info()
+        elif args.command == "selftest":
+            return _selftest(args)
         else:
             _compile_and_print(args)
         return 0
@@ -360,6 +399,8 @@ def main(argv: list[str] | None = None) -> int:
             _compile_and_print(args)
         elif args.command == "info":
             _info()
+        elif args.command == "selftest":
+            return _selftest(args)
     except SystemExit:
         raise
     except (MetalNonRecoverableError, ValueError, KeyError, TypeError, AssertionError,

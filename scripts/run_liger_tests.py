@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run Liger-Kernel's own tests against msltrans and write docs/conformance-liger.md.
 
-    /tmp/ligervenv/bin/python scripts/run_liger_tests.py --liger-src /work/liger \
+    <venv>/bin/python scripts/run_liger_tests.py --liger-src <liger-src> \
         --tests softmax rms_norm --per-function 2 --workers 1 --out docs/conformance-liger.md
 
 Liger's test modules (`<liger-src>/test/transformers/test_<name>.py`) run unmodified: with no
@@ -98,8 +98,8 @@ def environment(args: argparse.Namespace) -> dict[str, str]:
 
 
 def liger_commit(src: Path) -> str:
-    return runner_common.suite_commit(src, "/work/.mirror/linkedin+Liger-Kernel/repo",
-                                      "linkedin/Liger-Kernel")
+    return runner_common.suite_commit(src, "MSLTRANS_LIGER_MIRROR", "linkedin/Liger-Kernel",
+                                      "`<liger-src>`")
 
 
 def run_info(args: argparse.Namespace, argv: list[str], wall: float | None) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run Triton's tutorials 01–06, unmodified, through msltrans and write a markdown summary.
 
-    python scripts/run_tutorials.py --triton-src /work/upstream [--only 04 06] \
+    python scripts/run_tutorials.py --triton-src <triton-src> [--only 04 06] \
         [--timeout 420] [--case-timeout 120] [--out docs/conformance-tutorials.md] [--merge]
 
 Each tutorial file `<src>/python/tutorials/NN-*.py` runs as `__main__` (runpy) in a child
@@ -42,12 +42,27 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts" / "conformance"))
+from portable import portable_argv as _portable_argv  # noqa: E402
+from portable import tree_commit  # noqa: E402
+
+
+def _tree_label(src: Path) -> str:
+    commit = tree_commit(src, "MSLTRANS_TRITON_MIRROR")
+    return f"<triton-src> at {commit}" if commit else "<triton-src>"
+
 DEFAULT_OUT = ROOT / "docs" / "conformance-tutorials.md"
 TUTORIALS = ("01", "02", "03", "04", "05", "06")
 BUDGET = "exceeds the simulator budget"
 POLL_S = 0.25
 # How a tutorial compares its results with torch's (an `assert x.is_contiguous()` is no check).
 OWN_CHECK = re.compile(r"allclose|assert_close")
+# Where CI checks each tutorial's work with kernels written for this project.
+CI_COVERAGE = {"01": "tests/e2e/test_vector_add.py",
+               "02": "tests/e2e/workloads/test_softmax_layernorm.py",
+               "03": "tests/e2e/test_dot_loop.py", "04": "tests/e2e/workloads/test_dropout.py",
+               "05": "tests/e2e/workloads/test_softmax_layernorm.py",
+               "06": "tests/e2e/workloads/test_attention.py"}
 # A tutorial whose own check fails for a reason outside msltrans, measured and tested: the
 # failing assertion's source text -> the diagnosis printed beside the outcome. The outcome
 # stays "fail" (the tutorial's verdict is reported as it is), the note says why.
@@ -58,8 +73,8 @@ DIAGNOSED: dict[str, dict[str, str]] = {
             "layer_norm backward, which is off by up to 0.061 from a float64 sum of dy "
             "(M=1151, N=8192, seed 0); msltrans's `db_tri` is off by at most 0.0086 (the "
             "tutorial's fp16 partial sums). On CUDA, torch accumulates in fp32 and the check "
-            "passes. Tested against float64 in tests/e2e/tutorials/"
-            "test_tutorial_softmax_layernorm.py::"
+            "passes. Tested against float64 in tests/e2e/workloads/"
+            "test_softmax_layernorm.py::"
             "test_layer_norm_backward_fp16_partials_like_the_tutorial",
     },
 }
@@ -380,7 +395,8 @@ def run_tutorial(nn: str, path: Path, args: argparse.Namespace, log: Path) -> di
                              "notes": script.get("_notes", {}).get("notes", []), "cases": {}}
     if not OWN_CHECK.search(path.read_text(encoding="utf-8")):
         entry["notes"].append("the tutorial has no correctness check of its own: pass = ran to "
-                              "completion (tests/e2e/tutorials/ checks its kernels)")
+                              f"completion ({CI_COVERAGE[nn]} checks the same work in CI with "
+                              "the project's own kernels)")
     for line, diagnosis in DIAGNOSED.get(nn, {}).items():
         if script["__main__"]["outcome"] == "fail" and line in script["__main__"]["detail"]:
             entry["notes"].append(diagnosis)
@@ -541,9 +557,10 @@ def main(argv: list[str] | None = None) -> int:
     args.log.parent.mkdir(parents=True, exist_ok=True)
     args.log.write_text("", encoding="utf-8")
     t0 = time.perf_counter()
-    entries = [{**run_tutorial(nn, path, args, args.log), "src": str(args.triton_src)}
+    src_label = _tree_label(args.triton_src)  # the tree's commit, not this machine's path
+    entries = [{**run_tutorial(nn, path, args, args.log), "src": src_label}
                for nn, path in find_tutorials(args.triton_src, args.only)]
-    shown = [a for a in (argv if argv is not None else sys.argv[1:])]
+    shown = _portable_argv(argv if argv is not None else sys.argv[1:])
     command = shlex.join(["python", "scripts/run_tutorials.py", *shown])
     wall = time.perf_counter() - t0
     if args.merge and args.json.exists():
@@ -564,7 +581,7 @@ def main(argv: list[str] | None = None) -> int:
             "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "wall_s": wall, "timeout": args.timeout,
             "case_timeout": args.case_timeout, "machine": _machine(),
-            "python": platform.python_version(), "src": args.triton_src, **_versions()}
+            "python": platform.python_version(), "src": src_label, **_versions()}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(render(entries, meta), encoding="utf-8")
     if args.json:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run Triton's own unit tests against msltrans and write docs/conformance.md + a baseline.
 
-    python scripts/run_upstream_tests.py --triton-src /work/upstream \
+    python scripts/run_upstream_tests.py --triton-src <triton-src> \
         --files language/test_core.py -k "test_bin_op or test_cast" --per-function 20
 
 The upstream files run unmodified from `<triton-src>/python/test/unit` on CPU tensors through
@@ -28,7 +28,8 @@ import summary  # noqa: E402
 
 DEFAULT_FILES = ("language/test_core.py", "language/test_standard.py", "language/test_random.py",
                  "language/test_tuple.py", "language/test_subprocess.py", "runtime/test_launch.py")
-MIRROR = "/work/.mirror/intel+intel-xpu-backend-for-triton/repo"
+# A bare git dir the tree was exported from (its commit goes into the run record).
+MIRROR_ENV = "MSLTRANS_TRITON_MIRROR"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -63,7 +64,7 @@ def check_tree(src: Path) -> Path:
         sys.exit(f"{unit} does not exist: --triton-src must be a Triton checkout (DEVELOPERS.md)")
     if not (src / "python" / "conftest.py").is_file():
         sys.exit(f"{src}/python/conftest.py is missing (it defines the `device` fixture); "
-                 f"check it out: git --git-dir={MIRROR} --work-tree={src} checkout HEAD -- "
+                 f"check it out: git --git-dir=${MIRROR_ENV} --work-tree={src} checkout HEAD -- "
                  "python/conftest.py pytest.ini")
     return unit
 
@@ -90,7 +91,8 @@ def environment(args: argparse.Namespace) -> dict[str, str]:
 
 
 def upstream_commit(src: Path) -> str:
-    return runner_common.suite_commit(src, MIRROR, "intel/intel-xpu-backend-for-triton")
+    return runner_common.suite_commit(src, MIRROR_ENV, "intel/intel-xpu-backend-for-triton",
+                                      "`<triton-src>`")
 
 
 def run_info(args: argparse.Namespace, argv: list[str], wall: float | None) -> dict[str, Any]:

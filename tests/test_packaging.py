@@ -12,6 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA_DIRS = ("msltrans/templates", "msltrans/sim/include", "msltrans/sim/runtime")
+DATA_FILES = ("msltrans/selftest/reference.npz",)  # the selftest's simulator bytes
 
 
 def _tracked_copy(dst: Path) -> None:
@@ -38,9 +39,12 @@ def test_wheel_ships_templates_headers_and_entry_points(tmp_path: Path) -> None:
         ep = configparser.ConfigParser()
         ep.read_string(zf.read(entry).decode())
     wanted = {str(p.relative_to(src)) for d in DATA_DIRS for p in (src / d).rglob("*")
-              if p.is_file() and "__pycache__" not in p.parts}
+              if p.is_file() and "__pycache__" not in p.parts} | set(DATA_FILES)
     assert wanted and not wanted - names, f"missing from the wheel: {sorted(wanted - names)}"
     py = {str(p.relative_to(src)) for p in (src / "msltrans").rglob("*.py")}
     assert not py - names, f"modules missing from the wheel: {sorted(py - names)}"
     assert ep["triton.backends"]["metal"] == "msltrans.backend"
     assert ep["console_scripts"]["msltrans"] == "msltrans.cli:main"
+    # does nothing unless MSLTRANS_INDUCTOR=1 (msltrans/inductor/autoload.py)
+    assert ep["torch.backends"]["msltrans_inductor"] == "msltrans.inductor.autoload:autoload"
+    assert "cpu" not in ep["triton.backends"], "a static `cpu` Triton backend changes has_triton()"

@@ -19,6 +19,7 @@ def test_readme_simulator_example_runs() -> None:
 def test_readme_quick_start_names_real_files() -> None:
     text = README.read_text()
     root = README.parent
-    for path in ("scripts/setup.sh", "examples/vector_add.py", ".ci/run"):
+    for path in ("scripts/setup.sh", "examples/vector_add.py", ".ci/run",
+                 "scripts/run_tutorials.py", "docs/conformance-tutorials.md"):
         assert path in text and (root / path).exists(), path
     assert "python3 -m pytest -n 2 -q" in (root / ".ci" / "run").read_text()

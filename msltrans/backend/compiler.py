@@ -35,7 +35,7 @@ def _param_dicts(program: Any) -> list[dict[str, Any]]:
     for p in program.params:
         out.append({
             "name": p.name, "kind": p.kind, "triton_type": p.triton_type,
-            "buffer_index": p.buffer_index, "arg_cast": getattr(p, "arg_cast", None),
+            "buffer_index": p.buffer_index, "offset": getattr(p, "offset", None),
         })
     return out
 
@@ -46,9 +46,12 @@ def lower_ttgir(mod: Any, opt: Any = None) -> Any:
     from msltrans.lower import lower_module
 
     kwargs = {}
+    takes = inspect.signature(lower_module).parameters
     # enable_fp_fusion decides whether a*b+c becomes fma(); pass it once the lowering takes it.
-    if opt is not None and "enable_fp_fusion" in inspect.signature(lower_module).parameters:
+    if opt is not None and "enable_fp_fusion" in takes:
         kwargs["enable_fp_fusion"] = opt.enable_fp_fusion
+    if opt is not None and getattr(opt, "msl_version", 0) and "msl_version_target" in takes:
+        kwargs["msl_version_target"] = opt.msl_version
     return lower_module(read_module(mod), **kwargs)
 
 
@@ -63,6 +66,8 @@ def make_msl(mod: Any, metadata: dict[str, Any], opt: Any) -> str:
     metadata["num_warps"] = int(program.num_warps)
     metadata["threads_per_group"] = int(program.threads_per_group)
     metadata["params"] = _param_dicts(program)
+    metadata["buffer_alignment"] = [list(pair) for pair in program.buffer_alignment]
+    metadata["args_size"] = int(getattr(program, "args_size", 0))
     if getattr(program, "debug_sites", ()):  # tl.device_print / device_assert: hidden buffer
         metadata["msl_debug_sites"] = list(program.debug_sites)
     return program.source

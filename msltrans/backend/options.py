@@ -96,6 +96,8 @@ class MetalOptions:
     sanitize_overflow: bool = True
     arch: str | None = None
     backend_name: str = "metal"
+    # The MSL version the MSL is written for (msltrans/msl_version.py); 0: this machine's.
+    msl_version: int = 0
     ir_override: str | None = None
     # what the front end reads
     supported_fp8_dtypes: tuple[str, ...] = SUPPORTED_FP8_DTYPES
@@ -131,11 +133,18 @@ class MetalOptions:
                            DotPrecisions(self.allowed_dot_input_precisions))
         if isinstance(self.llvm_fn_attrs, (list, tuple)):
             object.__setattr__(self, "llvm_fn_attrs", tuple(tuple(x) for x in self.llvm_fn_attrs))
+        if not self.msl_version:
+            from msltrans import msl_version
+
+            object.__setattr__(self, "msl_version", msl_version.target())
         self._validate()
         if self.num_stages != DEFAULT_NUM_STAGES:
             _warn_num_stages(self.num_stages)
 
     def _validate(self) -> None:
+        from msltrans import msl_version
+
+        msl_version.parse(self.msl_version)
         nw = self.num_warps
         if not isinstance(nw, int) or nw < 1 or nw & (nw - 1):
             raise NumWarpsError(f"num_warps={nw!r} is not supported: num_warps must be a "

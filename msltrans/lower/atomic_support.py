@@ -60,12 +60,12 @@ HISTOGRAM = """\
         atomic_store_explicit(&bins[i], 0, memory_order_relaxed);
     }}
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    for (uint {reg} = 0; {reg} < {src_regs}u; ++{reg}) {{
+    msl_unroll for (uint {reg} = 0; {reg} < {src_regs}u; ++{reg}) {{
         uint b = uint({src}) & {pmask}u;
         if ({guard} && b < {bins}u) atomic_fetch_add_explicit(&bins[b], 1, memory_order_relaxed);
     }}
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    for (uint {reg} = 0; {reg} < {out_regs}u; ++{reg}) {{
+    msl_unroll for (uint {reg} = 0; {reg} < {out_regs}u; ++{reg}) {{
         {out}[{reg}] = atomic_load_explicit(&bins[{coord}], memory_order_relaxed);
     }}
 }}"""

@@ -81,6 +81,27 @@ def combine_of(em: Emitter, op: Op) -> Combine:
     return Combine(block, ctypes)
 
 
+# Ops whose result does not depend on the order of their two operands, bit for bit (for
+# floats: IEEE +, *, maxNum/minNum with -0 < +0 and maximum/minimum are symmetric; only the
+# payload of a NaN made from two NaNs may follow the operand order, which no test reads).
+COMMUTATIVE = frozenset({
+    "arith.addf", "arith.mulf", "arith.addi", "arith.muli", "arith.maxnumf", "arith.minnumf",
+    "arith.maximumf", "arith.minimumf", "arith.maxsi", "arith.minsi", "arith.maxui",
+    "arith.minui", "arith.andi", "arith.ori", "arith.xori",
+})
+
+
+def is_commutative(comb: Combine) -> bool:
+    """One operand, and the region is a single commutative op of its two arguments."""
+    ops = comb.block.ops
+    if comb.n != 1 or len(ops) != 2 or ops[0].name not in COMMUTATIVE:
+        return False
+    args = {a.id for a in comb.block.args}
+    body, ret = ops
+    return ({v.id for v in body.operands} == args and len(body.operands) == 2
+            and [v.id for v in ret.operands] == [body.results[0].id])
+
+
 def emit_combine(em: Emitter, comb: Combine, lhs: list[str], rhs: list[str],
                  out: list[str]) -> None:
     """out[i] = combine(lhs..., rhs...)[i], as one block scope. `lhs`/`rhs` are MSL
@@ -155,7 +176,7 @@ def publish(em: Emitter, bufs: list[str], values: list[str], slot: str, g: str, 
     barrier(em)  # earlier users of the scratch are done
     guard = f"({LANE} & {lane_mask}u) == 0u" if lane_mask else "true"
     em.line(f"if ({guard}) {{  // one writer per {what}")
-    em.line(f"    for (uint {g} = {g0}u; {g} < {g0 + count}u; ++{g}) {{")
+    em.line(f"    msl_unroll for (uint {g} = {g0}u; {g} < {g0 + count}u; ++{g}) {{")
     for buf, value in zip(bufs, values, strict=True):
         em.line(f"        {buf}[{slot}] = {value}[{g}];")
     em.line("    }")

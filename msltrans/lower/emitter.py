@@ -11,6 +11,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
+from msltrans import msl_version
+from msltrans.analysis.axis_info import AxisAnalysis
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir.model import Block, Op, Value
 from msltrans.ir.types import TensorType
@@ -55,6 +57,19 @@ class Emitter:
         self.scratch_bytes = 0
         self.op: Op | None = None  # the op being lowered (for error locations)
         self.prelude: list[str] = []  # program-scope MSL (constant tables), emitted once
+        # Axis facts of the function being emitted (msltrans.analysis.axis_info), when known:
+        # they let loads and stores go vector-wide (vector_access.py).
+        self.axis: AxisAnalysis | None = None
+        # buffer index -> alignment in bytes the emitted accesses assume (MslProgram).
+        self.buffer_alignment: dict[int, int] = {}
+        self.msl_version = msl_version.DEFAULT  # the target (lower_module sets it)
+        self.msl_features: set[str] = set()  # version-gated features the kernel uses
+
+    def require_msl(self, feature: str, what: str) -> None:
+        """Use a version-gated MSL feature (msltrans/msl_version.py), or refuse the op."""
+        msl_version.require(feature, self.msl_version, what=what, location=self.where(),
+                            op=self.op.name if self.op else None)
+        self.msl_features.add(feature)
 
     # ---- names -----------------------------------------------------------------------
     def fresh(self, hint: str | None) -> str:
@@ -150,7 +165,12 @@ class Emitter:
                     body=f"{dst}[{REG}] = {self.name(src)}[{REG}];")
 
     def elementwise(self, op: Op, expr: Callable[..., str], result: int = 0) -> str:
-        """out = expr(operand accesses...) per register; scalars in one statement."""
+        """out = expr(operand accesses...) per register; scalars in one statement.
+
+        When the axis facts prove the result constant over runs of consecutive registers
+        (a compare of a run of indices with an aligned bound, a row offset broadcast along
+        the row), each run is computed once, at its first register (the compiler folds the
+        repeats after unrolling), and the simulator re-checks the claim (`msl_assume_same`)."""
         out = op.results[result]
         args = [self.at(v) for v in op.operands]
         if not self.is_tensor(out):
@@ -159,9 +179,34 @@ class Emitter:
             self.line(f"{self.ctype(out)} {name} = {expr(*args)};")
             return name
         name = self.declare(out)
-        self.render("element_loop", reg=REG, regs=self.regs(out),
-                    body=f"{name}[{REG}] = {expr(*args)};")
+        width = self.constant_run(out) if any(self.is_tensor(v) for v in op.operands) else 1
+        body = f"{name}[{REG}] = {expr(*args)};"
+        if width > 1:
+            start = f"({REG} & {0xFFFFFFFF & ~(width - 1):#x}u)"
+            first = expr(*(self.at(v, start) for v in op.operands))
+            body = (f"{name}[{REG}] = {first};  // constant over runs of {width}\n    "
+                    f"msl_assume_same({name}[{REG}], {expr(*args)});")
+        self.render("element_loop", reg=REG, regs=self.regs(out), body=body)
         return name
+
+    def constant_run(self, v: Value) -> int:
+        """How many consecutive registers of `v` (from a multiple of that count) the axis
+        facts prove equal: the run of its layout's first register bases along one dim, cut
+        to the value's constancy there; 1 when nothing is proved."""
+        from msltrans.lower.vector_access import run_dim
+
+        if self.axis is None:
+            return 1
+        ll = self.layout(v).ll
+        dim, k = run_dim(ll.reg)
+        info = self.axis.info(v)
+        if k == 0 or info.rank != len(ll.shape):
+            return 1
+        width = min(1 << k, info.constancy[dim])
+        others = ll.reg[k:] + ll.lane + ll.warp
+        while width > 1 and any(b[dim] % width for b in others):
+            width //= 2
+        return width
 
     def copy_registers(self, out: Value, sources: Sequence[tuple[str, int]]) -> str:
         """out[i] = sources[i] ("array", register) — register-only data movement."""

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from msltrans import msl_version
+from msltrans.analysis.axis_info import AxisAnalysis
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir.model import Function, Module
 from msltrans.ir.types import PointerType, ScalarType
 from msltrans.lower import msl_types, ops_debug
 from msltrans.lower.cfg import emit_region
 from msltrans.lower.emitter import Emitter, sanitize
+from msltrans.lower.kernel_args import ARGS_NAME, MAX_BUFFER_INDEX, ArgsStruct, layout_struct
 from msltrans.lower.program import MslParam, MslProgram
 from msltrans.lower.templates import render
 
@@ -23,40 +26,87 @@ class _ParamDecl:
     index: int
 
 
-def _params(fn: Function, em: Emitter) -> tuple[list[MslParam], list[_ParamDecl]]:
-    params, decls = [], []
+@dataclass
+class _Bindings:
+    params: list[MslParam]
+    decls: list[_ParamDecl]
+    args_struct: ArgsStruct | None
+
+
+def _params(fn: Function, em: Emitter, kernel_name: str) -> _Bindings:
+    """Pointers bind buffer 0, 1, ... in argument order; scalars share one constant struct
+    bound after them (msltrans/lower/kernel_args.py)."""
+    where = fn.loc.short()
+    pointers: list[tuple[int, str, str, str]] = []    # (arg index, name, msl, triton)
+    scalars: list[tuple[int, str, str, str]] = []
     used: set[str] = set()
     for index, arg in enumerate(fn.args):
-        where = fn.loc.short()
         name = sanitize(arg.name)
         if name in used:  # e.g. a descriptor's `x.shape.0` appears as i64 and as i32
             name = f"{name}_{index}"
         used.add(name)
         t = arg.value.type
         if isinstance(t, PointerType):
-            msl = msl_types.ctype(t, where)
-            decl = f"{msl} {name}"
-            params.append(MslParam(arg.name, "pointer", msl_types.triton_type(t), index, None, msl))
+            pointers.append((index, name, msl_types.ctype(t, where), msl_types.triton_type(t)))
         elif isinstance(t, ScalarType):
-            msl = msl_types.ctype(t, where)
-            decl = f"constant {msl}& {name}"
-            params.append(MslParam(arg.name, "scalar", msl_types.triton_type(t), index,
-                                   msl_types.arg_cast(t, where), msl))
+            msl_types.arg_cast(t, where)  # refuses types a launcher cannot pass
+            scalars.append((index, name, msl_types.ctype(t, where), msl_types.triton_type(t)))
         else:
             raise MetalNonRecoverableError(f"kernel argument `{arg.name}` of type {t}",
                                            location=where,
                                            hint="tensor descriptors are not supported")
         em.bind(arg.value, name)
-        decls.append(_ParamDecl(decl, index))
-    return params, decls
+    struct = (layout_struct(f"{kernel_name}_args", [(n, m) for _, n, m, _ in scalars])
+              if scalars else None)
+    struct_index = len(pointers)
+    by_index: dict[int, MslParam] = {}
+    decls = []
+    for buffer, (index, name, msl, triton) in enumerate(pointers):
+        by_index[index] = MslParam(fn.args[index].name, "pointer", triton, buffer, msl)
+        decls.append(_ParamDecl(f"{msl} {name}", buffer))
+    if struct is not None:
+        offsets = {f.name: f.offset for f in struct.fields}
+        for index, name, msl, triton in scalars:
+            by_index[index] = MslParam(fn.args[index].name, "scalar", triton, struct_index, msl,
+                                       offset=offsets[name])
+        decls.append(_ParamDecl(f"constant {struct.type_name}& {ARGS_NAME}", struct_index))
+    params = [by_index[i] for i in range(len(fn.args))]
+    return _Bindings(params, decls, struct)
+
+
+def _check_buffer_count(bindings: _Bindings, debug: bool, where: str) -> None:
+    count = len(bindings.decls) + (1 if debug else 0)
+    if count > MAX_BUFFER_INDEX + 1:
+        pointers = sum(p.kind == "pointer" for p in bindings.params)
+        raise MetalNonRecoverableError(
+            f"kernel needs {count} Metal buffers ({pointers} pointer arguments"
+            f"{', the scalar-argument struct' if bindings.args_struct else ''}"
+            f"{', the device_print/assert buffer' if debug else ''}); Metal's argument table "
+            f"has {MAX_BUFFER_INDEX + 1} (buffer(0) … buffer({MAX_BUFFER_INDEX}))",
+            location=where, hint="pass fewer tensors (e.g. one tensor and offsets into it)")
+
+
+def _version_guard(em: Emitter) -> dict[str, object] | None:
+    """An `#error` for compilers older than what the kernel uses (the lowering already refused
+    an older target; this catches a cached kernel compiled on an older macOS)."""
+    needed = max((msl_version.FEATURES[f].version for f in em.msl_features),
+                 default=msl_version.MINIMUM)
+    if needed <= msl_version.MINIMUM:
+        return None
+    features = sorted(f for f in em.msl_features if msl_version.FEATURES[f].version == needed)
+    return {"version": needed, "text": msl_version.text(needed),
+            "macos": msl_version.MACOS_FOR[needed], "features": ", ".join(features)}
 
 
 def lower_module(module: Module, kernel: str | None = None, *,
-                 enable_fp_fusion: bool = True) -> MslProgram:
+                 enable_fp_fusion: bool = True, msl_version_target: int | None = None
+                 ) -> MslProgram:
     """Lower the public function `kernel` (default: the only public one) to MSL.
 
     `enable_fp_fusion` is Triton's option of that name (default on, as in Triton): an fmul
     whose only use is an fadd/fsub becomes one `fma()`, as NVIDIA's ptxas would fuse it.
+    `msl_version_target` is the MSL version to emit for (default: msl_version.target());
+    an op that needs a newer one is refused.
     """
     fn = module.function(kernel)
     if module.threads_per_warp != METAL_SIMD_WIDTH:
@@ -71,25 +121,34 @@ def lower_module(module: Module, kernel: str | None = None, *,
         raise MetalNonRecoverableError(f"{threads} threads per threadgroup",
                                        location=fn.loc.short(), hint="num_warps <= 32")
     em = Emitter(enable_fp_fusion=enable_fp_fusion)
-    params, decls = _params(fn, em)
+    em.axis = AxisAnalysis(fn)
+    em.msl_version = msl_version_target or msl_version.target()
+    name = sanitize(fn.name)
+    bindings = _params(fn, em, name)
+    decls = bindings.decls
     ops_debug.begin(em, fn.name)
     for block in fn.body.blocks:
         em.analyse(block)
     em.module = module  # type: ignore[attr-defined]  # tt.call finds its callees here
     emit_region(em, fn.body)  # several blocks when Triton lowered an early return
     debug_sites = ops_debug.finish(em)  # tt.print / tt.assert: one hidden buffer after the rest
+    _check_buffer_count(bindings, bool(debug_sites), fn.loc.short())
     if debug_sites:
-        decls.append(_ParamDecl(ops_debug.buffer_decl(), len(params)))
+        decls.append(_ParamDecl(ops_debug.buffer_decl(), len(decls)))
     layout_data = [ref.helper_data() for ref in em.layouts.all()]
     scratch_bytes = (em.scratch_bytes + 15) // 16 * 16  # Metal's 16-byte granularity
     scratch_words = scratch_bytes // 8
-    name = sanitize(fn.name)
+    struct = bindings.args_struct
     source = render(
         "kernel.metal.j2", function=fn.name, source=fn.loc.short(), num_warps=module.num_warps,
         threads=threads, layouts=layout_data, prelude=em.prelude, kernel_name=name,
         params=decls, scratch_words=scratch_words, scratch_bytes=scratch_bytes,
+        args_struct=struct.declaration() if struct else "",
+        arg_locals=struct.locals() if struct else [], version_guard=_version_guard(em),
         body=em.lines)
     return MslProgram(
         source=source, kernel_name=name, num_warps=module.num_warps, threads_per_group=threads,
-        params=tuple(params), shared_bytes=scratch_bytes,
-        layouts=tuple(ref.encoding for ref in em.layouts.all()), debug_sites=debug_sites)
+        params=tuple(bindings.params), shared_bytes=scratch_bytes,
+        args_size=struct.size if struct else 0,
+        layouts=tuple(ref.encoding for ref in em.layouts.all()), debug_sites=debug_sites,
+        buffer_alignment=tuple(sorted((i, a) for i, a in em.buffer_alignment.items() if a > 1)))

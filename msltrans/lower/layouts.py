@@ -42,6 +42,11 @@ class LayoutRef:
     def owns_fn(self) -> str:
         return f"{self.name}_owns"
 
+    @property
+    def owns_all(self) -> bool:
+        """No replicas: every (register, lane, warp) owns its element."""
+        return not any(self.ll.free_masks())
+
     def terms(self, value_of) -> list[XorTerm]:  # noqa: ANN001 - basis → int
         out = []
         for var, kind in _KINDS:
@@ -54,14 +59,65 @@ class LayoutRef:
 
     def helper_data(self) -> dict:
         """Everything the `layout_helpers` macro prints (computed here, not in Jinja)."""
-        dims = [self.terms(lambda b, d=d: b[d]) for d in range(len(self.ll.shape))]
+        dims = [self.split(lambda b, d=d: b[d]) for d in range(len(self.ll.shape))]
         free = self.ll.free_masks()
         return {
             "name": self.name, "encoding": self.encoding,
             "shape": "x".join(map(str, self.ll.shape)), "regs": self.regs,
-            "dims": dims, "flat": self.terms(self.ll.flat),
+            "dims": dims, "flat": self.split(self.ll.flat),
             "free": [(var, mask) for (var, _), mask in zip(_KINDS, free, strict=True) if mask],
         }
+
+    def split(self, value_of) -> dict:  # noqa: ANN001 - basis → int
+        """A coordinate as (register part) join (thread part): the register terms fold to a
+        constant in an unrolled element loop; the thread part is one expression of lane and
+        warp, the same for every register (computed once). `join` is "+" when the two parts
+        never share a bit (then the compiler can fold the constant into an address
+        offset), else "^"."""
+        terms = self.terms(value_of)
+        reg = [t for t in terms if t.var == "r"]
+        thread = [t for t in terms if t.var != "r"]
+        reg_bits = thread_bits = 0
+        for t in reg:
+            reg_bits |= t.value
+        for t in thread:
+            thread_bits |= t.value
+        return {"reg": reg, "thread": thread_expr(thread),
+                "join": "+" if reg_bits & thread_bits == 0 else "^"}
+
+
+def thread_expr(terms: list[XorTerm]) -> str:
+    """MSL int expression of XOR_{bit set} value over lane/warp bits: bit fields shifted into
+    place when every term adds its own power of two (every #blocked layout), else a XOR of
+    selects."""
+    if not terms:
+        return "0"
+    values = [t.value for t in terms]
+    disjoint = all(v > 0 and v & (v - 1) == 0 for v in values) and \
+        len(set(values)) == len(values)
+    if not disjoint:
+        return "(" + " ^ ".join(f"(({t.var} & {t.mask}u) != 0u ? {t.value} : 0)"
+                                for t in terms) + ")"
+    fields = []
+    for var in ("lane", "warp"):
+        mine = sorted((t for t in terms if t.var == var), key=lambda t: t.mask)
+        i = 0
+        while i < len(mine):
+            j = i
+            while (j + 1 < len(mine) and mine[j + 1].mask == mine[j].mask << 1
+                   and mine[j + 1].value == mine[j].value << 1):
+                j += 1
+            low = mine[i].mask.bit_length() - 1  # first bit of the field
+            shift = mine[i].value.bit_length() - 1  # where it lands
+            mask = ((1 << (j - i + 1)) - 1) << low
+            if shift >= low:
+                f = f"(({var} & {mask}u) << {shift - low}u)" if shift > low else \
+                    f"({var} & {mask}u)"
+            else:
+                f = f"(({var} & {mask}u) >> {low - shift}u)"
+            fields.append(f)
+            i = j + 1
+    return "int(" + " | ".join(fields) + ")"
 
 
 class LayoutTable:

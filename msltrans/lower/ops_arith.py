@@ -73,7 +73,7 @@ def _float_binary(symbol: str):  # noqa: ANN202
     return lower
 
 
-# IEEE + - * / per op: the simulator compiles without contraction, and Metal's safe math
+# IEEE + - * per op: the simulator compiles without contraction, and Metal's safe math
 # (torch.mps.compile_shader) is correctly rounded for these.
 lowers("arith.mulf")(_float_binary("*"))
 
@@ -108,7 +108,15 @@ def add_sub_f(em: Emitter, op: Op) -> None:
         em.elementwise(op, lambda *_, e=expr: e)
         return
     em.elementwise(op, lambda x, y: f"{x} {symbol} {y}")
-lowers("arith.divf")(_float_binary("/"))
+@lowers("arith.divf")
+def divf(em: Emitter, op: Op) -> None:
+    """fp32 `/` is Triton's approximate division (NVIDIA's div.full, 2 ulp): Metal's
+    fast::divide (2.5 ulp, MSL Table 8.2). `tl.div_rn` stays correctly rounded. 16-bit
+    divisions keep the IEEE `/` of their type."""
+    if em.ctype(op.results[0]) == "float":
+        em.elementwise(op, lambda a, b: f"fast::divide({a}, {b})")
+    else:
+        em.elementwise(op, lambda a, b: f"{a} / {b}")
 
 
 def _bitwise(symbol: str):  # noqa: ANN202

@@ -54,6 +54,8 @@ def _fences(em: Emitter, sem: str, scope: str) -> tuple[str, str]:
         em.fail(f"atomic scope `{scope}`: Metal has no system-scope atomics",
                 "use scope='gpu' (device) or scope='cta' (threadgroup)")
     fence = f"atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, {_SCOPES[scope]});"
+    if sem != "relaxed":
+        em.require_msl("atomic_thread_fence", f"an atomic with sem={sem!r} (its fences)")
     pre = fence if sem in ("release", "acq_rel") else ""
     post = fence if sem in ("acquire", "acq_rel") else ""
     return pre, post
@@ -163,7 +165,7 @@ def _perform(em: Emitter, op: Op, expr: str, operands: dict[str, Value], mask: V
     name = em.declare(out)
     owns = f"{L.owns_fn}({REG}, {LANE}, {WARP})"
     guard = owns + (f" && {em.at(mask)}" if mask else "")
-    em.line(f"for (uint {REG} = 0; {REG} < {L.regs}u; ++{REG}) {{")
+    em.line(f"msl_unroll for (uint {REG} = 0; {REG} < {L.regs}u; ++{REG}) {{")
     em.indent(1)
     em.line(f"{name}[{REG}] = {zero_literal(ct)};")
     call = _fill(expr, **{k: em.at(v) for k, v in operands.items()})
@@ -192,7 +194,7 @@ def _broadcast(em: Emitter, name: str, ct: str, regs: str, slot, owner: str | No
     if scalar:
         em.line(f"if ({TID} == 0u) buf[0] = {src};")
     else:
-        em.line(f"for (uint {REG} = 0; {REG} < {regs}; ++{REG}) {{")
+        em.line(f"msl_unroll for (uint {REG} = 0; {REG} < {regs}; ++{REG}) {{")
         em.line(f"    if ({owner}) buf[{slot(REG)}] = {src};")
         em.line("}")
     # mem_device too: a scalar acquire by thread 0 must order every thread's later reads.
@@ -200,7 +202,8 @@ def _broadcast(em: Emitter, name: str, ct: str, regs: str, slot, owner: str | No
     if scalar:
         em.line(f"{name} = buf[0];")
     else:
-        em.line(f"for (uint {REG} = 0; {REG} < {regs}; ++{REG}) {src} = buf[{slot(REG)}];")
+        em.line(f"msl_unroll for (uint {REG} = 0; {REG} < {regs}; ++{REG}) "
+                f"{src} = buf[{slot(REG)}];")
     em.indent(-1)
     em.line("}")
 
@@ -279,7 +282,7 @@ def atomic_poll(em: Emitter, op: Op) -> None:
         L = em.layout(ptr)
         name = em.declare(out)
         guard = f"{L.owns_fn}({REG}, {LANE}, {WARP})"
-        em.line(f"for (uint {REG} = 0; {REG} < {L.regs}u; ++{REG}) {{")
+        em.line(f"msl_unroll for (uint {REG} = 0; {REG} < {L.regs}u; ++{REG}) {{")
         em.indent(1)
         slot, p, v = f"{name}[{REG}]", em.at(ptr), em.at(want)
     else:

@@ -39,8 +39,12 @@ def convert_through_scratch(em: Emitter, src: Value, out: Value) -> None:
 @lowers("ttg.convert_layout")
 def convert_layout(em: Emitter, op: Op) -> None:
     src, out = op.operands[0], op.results[0]
-    from msltrans.lower.ops_dot import folds_convert  # a tt.dot operand it stages itself
+    from msltrans.lower.dot.choose import folds_convert  # a tt.dot operand it stages itself
+    from msltrans.lower.dot.state import take_prelowered
 
+    if take_prelowered(em, op):
+        em.line("// done by the K loop's epilogue: its accumulator was read back in this layout")
+        return
     if folds_convert(em, op):
         return
     plan = gather_registers(em.layout(out).ll, [em.layout(src).ll], lambda c: (0, c))

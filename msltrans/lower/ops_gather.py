@@ -52,12 +52,12 @@ def gather(em: Emitter, op: Op) -> None:
     em.indent(1)
     em.line(f"threadgroup {stype}* buf = (threadgroup {stype}*){scratch};")
     em.line("threadgroup_barrier(mem_flags::mem_threadgroup);  // earlier scratch users done")
-    em.line(f"for (uint r = 0; r < {L_src.regs}u; ++r) {{")
+    em.line(f"msl_unroll for (uint r = 0; r < {L_src.regs}u; ++r) {{")
     em.line(f"    if ({L_src.owns_fn}(r, {LANE}, {WARP})) "
             f"buf[{L_src.flat_fn}(r, {LANE}, {WARP})] = {wcast}{em.name(src)}[r];")
     em.line("}")
     em.line("threadgroup_barrier(mem_flags::mem_threadgroup);")
-    em.line(f"for (uint {REG} = 0; {REG} < {L_out.regs}u; ++{REG}) {{")
+    em.line(f"msl_unroll for (uint {REG} = 0; {REG} < {L_out.regs}u; ++{REG}) {{")
     em.line(f"    long {k} = long({em.at(idx)});")
     em.line(f"    {name}[{REG}] = ({k} >= 0L && {k} < {s_shape[axis]}L) ? "
             f"{rcast}buf[{' + '.join(terms)}] : {zero_literal(c)};  // out of range: UB → 0")

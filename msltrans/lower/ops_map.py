@@ -62,7 +62,7 @@ def map_elementwise(em: Emitter, op: Op) -> None:
         em.fail(f"pack = {pack} does not divide the {regs} registers per thread",
                 "use a BLOCK with at least `pack` elements per thread")
     names = [em.declare(v) for v in outs]
-    em.line(f"for (uint {_GROUP} = 0u; {_GROUP} < {regs // pack}u; ++{_GROUP}) {{")
+    em.line(f"msl_unroll for (uint {_GROUP} = 0u; {_GROUP} < {regs // pack}u; ++{_GROUP}) {{")
     em.indent(1)
     for i, src in enumerate(srcs):
         for j in range(pack):

@@ -26,7 +26,11 @@ _EXACT_1 = {
 _TRANSCENDENTAL_1 = {
     "math.exp": "precise::exp", "math.exp2": "precise::exp2", "math.log": "precise::log",
     "math.log2": "precise::log2", "math.log10": "precise::log10",
-    "math.sqrt": "precise::sqrt", "math.rsqrt": "precise::rsqrt", "math.sin": "precise::sin",
+    # tl.sqrt / tl.rsqrt are Triton's fast forms (NVIDIA's sqrt.approx / rsqrt.approx):
+    # Metal's fast:: ones (rsqrt <= 2 ulp; sqrt = x * rsqrt(x), MSL Table 8.2). tl.sqrt_rn
+    # stays correctly rounded. exp/log stay precise: Table 8.2's fast exp bound grows with
+    # |x| (3 + 2|x| ulp), far from NVIDIA's ex2.approx, and would break softmax's 8 ulp.
+    "math.sqrt": "fast::sqrt", "math.rsqrt": "fast::rsqrt", "math.sin": "precise::sin",
     "math.cos": "precise::cos", "math.tan": "precise::tan", "math.tanh": "precise::tanh",
     "math.sinh": "precise::sinh", "math.cosh": "precise::cosh", "math.asin": "precise::asin",
     "math.acos": "precise::acos", "math.atan": "precise::atan", "math.asinh": "precise::asinh",

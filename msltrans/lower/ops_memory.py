@@ -8,9 +8,9 @@ touch its buffer (pointer_roots.py).
 
 from __future__ import annotations
 
-from msltrans.ir.model import Op
+from msltrans.ir.model import Op, Value
 from msltrans.ir.types import PointerType, ScalarType
-from msltrans.lower import msl_types
+from msltrans.lower import msl_types, ops_volatile, vector_access
 from msltrans.lower.emitter import LANE, REG, TID, WARP, Emitter
 from msltrans.lower.pointer_roots import shares_buffer_with_other_access
 from msltrans.lower.registry import lowers
@@ -52,6 +52,8 @@ def _check_memory_attrs(em: Emitter, op: Op) -> None:
 
 @lowers("tt.load")
 def load(em: Emitter, op: Op) -> None:
+    if op.attrs.get("isVolatile"):
+        return ops_volatile.volatile_load(em, op)  # relaxed atomic loads (ops_volatile.py)
     _check_memory_attrs(em, op)
     ptr = op.operands[0]
     mask = op.operands[1] if len(op.operands) > 1 else None
@@ -67,6 +69,11 @@ def load(em: Emitter, op: Op) -> None:
             em.line(f"{em.ctype(out)} {name} = {em.at(mask)} ? *{em.at(ptr)} : {fallback};")
         return
     name = em.declare(out)
+    p = vector_access.plan(em, ptr, mask)
+    _access_stats(em, "load", ptr, p)
+    if p is not None:
+        _vector_load(em, p, name, ptr, mask, other)
+        return
     if mask is None:
         em.render("element_loop", reg=REG, regs=em.regs(out),
                   body=f"{name}[{REG}] = *{em.at(ptr)};")
@@ -96,7 +103,70 @@ def store(em: Emitter, op: Op) -> None:
             em.line(f"threadgroup_barrier({DEVICE_FENCE});  // later accesses see the store")
         return
     L = em.layout(ptr)
-    guard = f"{L.owns_fn}({REG}, {LANE}, {WARP})"
+    guard = f"{L.owns_fn}({REG}, {LANE}, {WARP})" if not L.owns_all else ""
     if mask is not None:
-        guard += f" && {em.at(mask)}"
+        guard += (" && " if guard else "") + em.at(mask)
+    p = vector_access.plan(em, ptr, mask)
+    _access_stats(em, "store", ptr, p)
+    if p is not None:
+        em.render("vector_store", reg=REG, regs=p.regs, width=p.width, nbytes=p.nbytes,
+                  word=p.word, ptr=em.at(ptr), guard=guard, checks=_checks(em, p, ptr, mask),
+                  packed=vector_access.pack(p, em.name(value), REG))
+        return
+    if not guard:
+        em.render("element_loop", reg=REG, regs=L.regs, body=f"*{em.at(ptr)} = {em.at(value)};")
+        return
     em.render("store", reg=REG, regs=L.regs, ptr=em.at(ptr), value=em.at(value), guard=guard)
+
+
+def _access_stats(em: Emitter, kind: str, ptr: Value, p: vector_access.VectorPlan | None
+                  ) -> None:
+    """`// msltrans-mem:` line: what one thread issues for this access (benchmarks read it)."""
+    regs = em.regs(ptr)
+    width = p.width if p is not None else 1
+    nbytes = p.nbytes if p is not None else vector_access.ELEMENT_BYTES.get(
+        vector_access.pointee(em, ptr), 0)
+    em.line(f"// msltrans-mem: {kind} elements={regs} width={width} bytes={nbytes} "
+            f"accesses={regs // width}")
+
+
+def _checks(em: Emitter, p: vector_access.VectorPlan, ptr: Value, mask: Value | None
+            ) -> list[str]:
+    """The simulator's run-time checks of a run's facts (no-ops on Metal)."""
+    vector_access.require_alignment(em, ptr, p.nbytes)
+    lines = [f"msl_assume_run({em.name(ptr)}, {REG}, {p.width}u, {p.nbytes}u);"]
+    if mask is not None and em.is_tensor(mask):
+        lines.append(f"msl_assume_uniform({em.name(mask)}, {REG}, {p.width}u);")
+    return lines
+
+
+def _constant_other(em: Emitter, p: vector_access.VectorPlan, other: Value | None
+                    ) -> int | None:
+    """The bits of `other` when it is one constant for every element (zero when absent)."""
+    if other is None:
+        return 0
+    producer = em.producers.get(other.id)
+    if producer is not None and producer.name == "tt.splat":
+        producer = em.producers.get(producer.operands[0].id)
+    if producer is None or producer.name != "arith.constant":
+        return None
+    if em.is_tensor(producer.results[0]) and not producer.attrs.get("splat"):
+        return None
+    return vector_access.element_bits(p.elem, producer.attrs.get("value"))
+
+
+def _vector_load(em: Emitter, p: vector_access.VectorPlan, name: str, ptr: Value,
+                 mask: Value | None, other: Value | None) -> None:
+    fallback, filler = [], ""
+    if mask is not None:
+        bits = _constant_other(em, p, other)
+        if bits is not None:  # the masked-off run reads as a word of `other`'s bits
+            filler = vector_access.fill_word(p, bits)
+        for i in range(p.width):
+            reg = f"{REG} + {i}u"
+            fill = em.at(other, reg) if other is not None else zero_literal(p.elem)
+            fallback.append(f"{name}[{reg}] = {fill};")
+    em.render("vector_load", reg=REG, regs=p.regs, width=p.width, nbytes=p.nbytes,
+              word=p.word, ptr=em.at(ptr), mask=em.at(mask) if mask is not None else "",
+              checks=_checks(em, p, ptr, mask), unpack=vector_access.unpack(p, name, REG),
+              fallback=fallback, filler=filler)

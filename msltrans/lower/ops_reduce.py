@@ -5,7 +5,8 @@ agree bit for bit and runs are deterministic:
   1. in the thread: the registers of one output element, left fold in increasing axis order;
   2. across lanes: a butterfly over the lane bits along the axis, least significant first;
      the lane whose bit is clear (the lower axis positions) is always the left operand, so
-     both partners compute the same value;
+     both partners compute the same value (a commutative combine, one op such as + or max,
+     gives the same bits either way and skips the operand-order selects);
   3. across simdgroups: every simdgroup's partial goes to threadgroup scratch; each thread
      then folds the partials left to right in increasing axis order.
 Standard combines are not special-cased (no simd_sum): the region is emitted as written.
@@ -22,6 +23,7 @@ from msltrans.lower.combine import (
     batch_size,
     combine_of,
     emit_combine,
+    is_commutative,
     plan_of,
     publish,
     register_table,
@@ -46,13 +48,13 @@ def _in_thread(em: Emitter, comb: Combine, plan: AxisPlan, srcs: list[str],
 
         def reg(i: str) -> str:
             return f"{table}[{i}]"
-    em.line(f"for (uint {g} = 0; {g} < {groups}u; ++{g}) {{")
+    em.line(f"msl_unroll for (uint {g} = 0; {g} < {groups}u; ++{g}) {{")
     em.indent(1)
     for src, acc in zip(srcs, accs, strict=True):
         em.line(f"{acc}[{g}] = {src}[{reg(f'{g} * {n}u')}];")
     if n > 1:
         s = em.fresh("msl_s")
-        em.line(f"for (uint {s} = 1; {s} < {n}u; ++{s}) {{")
+        em.line(f"msl_unroll for (uint {s} = 1; {s} < {n}u; ++{s}) {{")
         em.indent(1)
         cur = [f"{acc}[{g}]" for acc in accs]
         emit_combine(em, comb, cur, [f"{src}[{reg(f'{g} * {n}u + {s}')}]" for src in srcs],
@@ -65,21 +67,26 @@ def _in_thread(em: Emitter, comb: Combine, plan: AxisPlan, srcs: list[str],
 
 def _across_lanes(em: Emitter, comb: Combine, plan: AxisPlan, accs: list[str],
                   groups: int) -> None:
+    commutative = is_commutative(comb)
     for bit in plan.axis_bits("lane"):
         mask = 1 << bit
         g = em.fresh("msl_g")
-        em.line(f"for (uint {g} = 0; {g} < {groups}u; ++{g}) {{  // lane bit {bit}")
+        em.line(f"msl_unroll for (uint {g} = 0; {g} < {groups}u; ++{g}) {{  // lane bit {bit}")
         em.indent(1)
-        low = em.fresh("msl_low")
-        em.line(f"bool {low} = ({LANE} & {mask}u) == 0u;")
         mine, other = [], []
         for acc, c in zip(accs, comb.ctypes, strict=True):
             o = em.fresh("msl_other")
             em.line(f"{c} {o} = {shuffle_xor(em, f'{acc}[{g}]', mask)};")
             mine.append(f"{acc}[{g}]")
             other.append(o)
-        emit_combine(em, comb, [f"{low} ? {m} : {o}" for m, o in zip(mine, other, strict=True)],
-                     [f"{low} ? {o} : {m}" for m, o in zip(mine, other, strict=True)], mine)
+        if commutative:  # both partners get the same bits in either operand order
+            emit_combine(em, comb, mine, other, mine)
+        else:  # the lower positions on the left, in both partners
+            low = em.fresh("msl_low")
+            em.line(f"bool {low} = ({LANE} & {mask}u) == 0u;")
+            emit_combine(em, comb,
+                         [f"{low} ? {m} : {o}" for m, o in zip(mine, other, strict=True)],
+                         [f"{low} ? {o} : {m}" for m, o in zip(mine, other, strict=True)], mine)
         em.indent(-1)
         em.line("}")
 
@@ -105,12 +112,12 @@ def _across_warps(em: Emitter, comb: Combine, plan: AxisPlan, accs: list[str],
         def slot(kk: str, g: str = g, b: int = b, g0: int = g0) -> str:
             return f"({kk} * {q_count}u + {q}) * {b}u + ({g} - {g0}u)"
         publish(em, bufs, accs, slot(k), g, g0, b, lane_axis, "simdgroup partial")
-        em.line(f"for (uint {g} = {g0}u; {g} < {g0 + b}u; ++{g}) {{")
+        em.line(f"msl_unroll for (uint {g} = {g0}u; {g} < {g0 + b}u; ++{g}) {{")
         em.indent(1)
         for buf, acc in zip(bufs, accs, strict=True):
             em.line(f"{acc}[{g}] = {buf}[{slot('0u')}];")
         kk = em.fresh("msl_kk")
-        em.line(f"for (uint {kk} = 1; {kk} < {k_count}u; ++{kk}) {{")
+        em.line(f"msl_unroll for (uint {kk} = 1; {kk} < {k_count}u; ++{kk}) {{")
         em.indent(1)
         cur = [f"{acc}[{g}]" for acc in accs]
         emit_combine(em, comb, cur, [f"{buf}[{slot(kk)}]" for buf in bufs], cur)

@@ -143,7 +143,7 @@ class _Scan:
         return [f"{a}[{self.reg(k, s)}]" for a in arrays]
 
     def loop(self, var: str, count: int | str, first: int | str = 0) -> None:
-        self.em.line(f"for (uint {var} = {first}u; {var} < {count}u; ++{var}) {{")
+        self.em.line(f"msl_unroll for (uint {var} = {first}u; {var} < {count}u; ++{var}) {{")
         self.em.indent(1)
 
     def end(self) -> None:

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 
 from msltrans.ir.model import Block, Op, Region, Value
 from msltrans.ir.types import ScalarType
+from msltrans.lower.dot.resident import enter_loop
 from msltrans.lower.emitter import REG, Emitter
-from msltrans.lower.ops_dot_resident import enter_loop
 from msltrans.lower.registry import lowers
 
 _TERMINATORS = ("scf.yield", "scf.condition")

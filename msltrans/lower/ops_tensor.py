@@ -178,13 +178,13 @@ def _cat_through_scratch(em: Emitter, lhs: Value, rhs: Value, out: Value) -> Non
     em.indent(1)
     em.line("threadgroup_barrier(mem_flags::mem_threadgroup);  // earlier scratch readers done")
     for src, L, first in ((lhs, L_l, 0), (rhs, L_r, numel)):
-        em.line(f"for (uint {REG} = 0; {REG} < {L.regs}u; ++{REG}) {{")
+        em.line(f"msl_unroll for (uint {REG} = 0; {REG} < {L.regs}u; ++{REG}) {{")
         em.line(f"    int f = {first} + int({L.flat_fn}({at})) - base;")
         em.line(f"    if (f >= 0 && f < {chunk} && {L.owns_fn}({at})) "
                 f"buf[f] = {wcast}({em.name(src)}[{REG}]);")
         em.line("}")
     em.line("threadgroup_barrier(mem_flags::mem_threadgroup);")
-    em.line(f"for (uint {REG} = 0; {REG} < {L_o.regs}u; ++{REG}) {{")
+    em.line(f"msl_unroll for (uint {REG} = 0; {REG} < {L_o.regs}u; ++{REG}) {{")
     em.line(f"    int f = int({L_o.flat_fn}({at})) - base;")
     em.line(f"    if (f >= 0 && f < {chunk}) {name}[{REG}] = {rcast}(buf[f]);")
     em.line("}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -11,9 +12,9 @@ class MslParam:
     name: str  # Python parameter name (also the MSL parameter name, sanitised)
     kind: Literal["pointer", "scalar"]
     triton_type: str  # "*fp32", "i32", ...
-    buffer_index: int
-    arg_cast: str | None  # arg_casts entry for scalars ("int32", "float", ...); None: pointer
+    buffer_index: int  # a pointer's own buffer; for a scalar, the argument struct's buffer
     msl_type: str  # element or pointer type as declared in MSL
+    offset: int | None = None  # a scalar's byte offset in the argument struct
 
 
 @dataclass(frozen=True)
@@ -27,19 +28,47 @@ class MslProgram:
     threads_per_group: int
     params: tuple[MslParam, ...]
     shared_bytes: int
+    args_size: int = 0  # bytes of the scalar-argument struct (0: the kernel has no scalars)
     layouts: tuple[str, ...] = ()  # the encodings used, in MSL helper order (L0, L1, ...)
     # tt.print / tt.assert sites (JSON dicts, msltrans/runtime/debug_buffer.py); when not
     # empty the kernel takes one more buffer, `debug_buffer_index`, after `params`
     debug_sites: tuple[dict[str, Any], ...] = field(default=(), hash=False)
+    # (buffer index, bytes): vector accesses assume these buffers aligned so (the launcher
+    # specialised the pointer from its address); engines that place buffers themselves (the
+    # simulator) must keep that alignment.
+    buffer_alignment: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def args_buffer_index(self) -> int | None:
+        """The buffer of the scalar-argument struct (after the pointers), if any."""
+        return sum(p.kind == "pointer" for p in self.params) if self.args_size else None
+
+    @property
+    def buffer_count(self) -> int:
+        return sum(p.kind == "pointer" for p in self.params) + (1 if self.args_size else 0)
 
     @property
     def debug_buffer_index(self) -> int | None:
-        return len(self.params) if self.debug_sites else None
+        return self.buffer_count if self.debug_sites else None
 
     @property
     def arg_casts(self) -> dict[int, str]:
-        """The `arg_casts=` dict for torch.mps / the simulator (torch's defaults omitted)."""
-        from msltrans.lower.msl_types import DEFAULT_WIDTH_CASTS
+        """The `arg_casts=` dict for torch.mps / the simulator: the struct travels as a list
+        of byte values sent as uint8 (torch's `setBytes` of a vector)."""
+        index = self.args_buffer_index
+        return {} if index is None else {index: "uint8"}
 
-        return {p.buffer_index: p.arg_cast for p in self.params
-                if p.arg_cast is not None and p.arg_cast not in DEFAULT_WIDTH_CASTS}
+    def engine_args(self, args: Sequence[Any]) -> list[Any]:
+        """One value per `params` entry (Triton's argument order, constexprs removed) → the
+        engine's positional arguments: the pointers, then the packed scalar struct."""
+        from msltrans.runtime.scalar_args import ScalarPacker
+
+        if len(args) != len(self.params):
+            raise ValueError(f"kernel `{self.kernel_name}` takes {len(self.params)} runtime "
+                             f"arguments, got {len(args)}")
+        out = [a for a, p in zip(args, self.params, strict=True) if p.kind == "pointer"]
+        if self.args_size:
+            scalars = [(p.triton_type, p.offset) for p in self.params if p.kind == "scalar"]
+            values = [a for a, p in zip(args, self.params, strict=True) if p.kind == "scalar"]
+            out.append(ScalarPacker(scalars, self.args_size).pack(values))
+        return out

@@ -1,7 +1,8 @@
 """Op name → lowering function. Family modules register with `@lowers(...)`.
 
-Every module named `ops_*.py` in this package is imported on first use, so a new op
-family is a new file: no edit to the core.
+Every module named `ops_*.py` in this package or a subpackage (a family that grew into a
+folder, e.g. dot/) is imported on first use, so a new op family is a new file: no edit to
+the core.
 """
 
 from __future__ import annotations
@@ -40,9 +41,10 @@ def _load_families() -> None:
     _loaded = True
     import msltrans.lower as pkg
 
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
-        if info.name.startswith("ops_"):
-            importlib.import_module(f"msltrans.lower.{info.name}")
+    found = pkgutil.walk_packages(pkg.__path__, prefix="msltrans.lower.")
+    for info in sorted(found, key=lambda i: i.name):
+        if info.name.rsplit(".", 1)[-1].startswith("ops_"):
+            importlib.import_module(info.name)
 
 
 def lookup(op: Op) -> Lowering:

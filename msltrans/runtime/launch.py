@@ -2,10 +2,11 @@
 
 Triton calls the launcher with ALL bound arguments, constexprs included. Their kinds come
 from `src.signature` (one entry per argument, "constexpr" for constexpr parameters, for
-ints Triton specialised to 1 and for `None`): the i-th non-constexpr argument binds
-`[[buffer(i)]]` — the contract with `msltrans.lower`, whose parameter table
-(`metadata.params`) gives each buffer's Triton type and the `arg_casts` entry that sizes a
-scalar like the MSL declaration (`constant int&` ← "int32").
+ints Triton specialised to 1 and for `None`). The contract with `msltrans.lower`, whose
+parameter table is `metadata.params` (one entry per non-constexpr argument, in order):
+pointer arguments bind `[[buffer(0)]]`, `[[buffer(1)]]`, ... in argument order; every scalar
+lives at its `offset` in one `constant` struct of `metadata.args_size` bytes bound right after
+the pointers (msltrans/lower/kernel_args.py), packed by msltrans/runtime/scalar_args.py.
 
 Grid (gx, gy, gz) → `threads=(gx*T, gy, gz)`, `group_size=(T, 1, 1)` with T threads per
 threadgroup: one Triton program = one threadgroup. Both engines expose the
@@ -20,20 +21,12 @@ from typing import Any, Protocol
 from msltrans.errors import MetalNonRecoverableError, MetalPointerDeviceError
 from msltrans.runtime.debug_buffer import DebugBuffer
 from msltrans.runtime.descriptors import expand_args, expand_signature, has_descriptors
+from msltrans.runtime.scalar_args import ScalarPacker
 
 MAX_GRID_THREADS = 2**32 - 1  # dispatchThreads takes 32-bit thread counts per dimension
 
-# torch.mps sends a Python int as 8 bytes and a float as 4 unless `arg_casts` says otherwise;
-# used only when the lowering's parameter table has no arg_cast for a scalar.
-DEFAULT_ARG_CASTS: dict[str, str | None] = {
-    "i1": "uint8", "u1": "uint8", "i8": "int8", "u8": "uint8", "i16": "int16", "u16": "int16",
-    "i32": "int32", "u32": "int32", "i64": None, "u64": None,
-    "fp16": "fp16", "bf16": "bf16", "fp32": None, "fp64": None,
-}
 # Triton's JIT writes fp32/fp16/fp64; a signature read back from a .ttgir file writes f32/f16/f64.
 _TYPE_ALIASES = {"f16": "fp16", "f32": "fp32", "f64": "fp64"}
-_UNSIGNED_BITS = {"u8": 8, "u16": 16, "u32": 32, "u64": 64}
-_SIGNED_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64}
 
 
 class Engine(Protocol):
@@ -74,28 +67,6 @@ def normalize_type(triton_type: str) -> str:
     return _TYPE_ALIASES.get(triton_type, triton_type)
 
 
-def _scalar_converter(name: str, triton_type: str) -> Callable[[Any], Any]:
-    """A function turning the Python value into what torch.mps / the simulator accept."""
-    if triton_type.startswith("fp") or triton_type == "bf16":
-        return float
-    if triton_type in ("i1", "u1"):  # Triton types Python bools as u1
-        return lambda v: int(bool(v))
-    if triton_type in _UNSIGNED_BITS:
-        bits = _UNSIGNED_BITS[triton_type]
-
-        def as_signed(value: Any) -> int:
-            # torch's arg caster goes through int64: send the two's-complement value with
-            # the same bits, so u64 values >= 2**63 (and u32 >= 2**31) keep their pattern.
-            v = int(value) & ((1 << bits) - 1)
-            return v - (1 << bits) if v >> (bits - 1) else v
-
-        return as_signed
-    if triton_type in _SIGNED_BITS:
-        return int
-    raise MetalNonRecoverableError(f"argument `{name}` has Triton type {triton_type}, "
-                                   "which the Metal launcher cannot pass")
-
-
 def _pointer_converter(name: str, triton_type: str, device_type: str) -> Callable[[Any], Any]:
     # `t.is_cpu` / `t.is_mps` cost ~0.2 µs, `t.device.type` ~1 µs: this runs per pointer
     # per launch.
@@ -121,27 +92,6 @@ def _pointer_converter(name: str, triton_type: str, device_type: str) -> Callabl
     return convert
 
 
-# The cast names torch.mps understands (the simulator mirrors them); "float", "int64" and
-# "long" are torch's defaults for Python floats and ints, so they need no entry.
-TORCH_CASTS = frozenset({"fp16", "bf16", "int32", "int16", "int8", "uint8"})
-_DEFAULT_WIDTHS = frozenset({"", "float", "fp32", "int64", "long"})
-# The lowering may name a cast by its MSL type; translate to torch's spelling. MSL `bool`
-# is one byte, sent as uint8 0/1.
-_MSL_CAST_NAMES = {"bool": "uint8", "half": "fp16", "bfloat": "bf16", "int": "int32",
-                   "short": "int16", "char": "int8", "uchar": "uint8"}
-
-
-def _torch_cast(name: str, cast: str | None) -> str | None:
-    cast = _MSL_CAST_NAMES.get(cast, cast) if cast is not None else None
-    if cast is None or cast in _DEFAULT_WIDTHS:
-        return None
-    if cast not in TORCH_CASTS:
-        raise MetalNonRecoverableError(
-            f"scalar `{name}` needs arg_cast {cast!r}, which torch.mps cannot send",
-            hint=f"one of {sorted(TORCH_CASTS)}")
-    return cast
-
-
 class Launcher:
     """Built once per compiled kernel (Triton's `driver.launcher_cls(src, metadata)`)."""
 
@@ -164,18 +114,19 @@ class Launcher:
         params = list(getattr(metadata, "params", None) or [])
         if len(params) != len(runtime):
             raise MetalNonRecoverableError(
-                f"kernel `{metadata.name}` declares {len(params)} Metal buffers but Triton passes "
+                f"kernel `{metadata.name}` declares {len(params)} arguments but Triton passes "
                 f"{len(runtime)} non-constexpr arguments ({', '.join(n for n, _ in runtime)})")
         self.keep = [t != "constexpr" for t in flat]
         self.converters: list[Callable[[Any], Any]] = []
-        self.arg_casts: dict[int, str] = {}
-        for i, ((name, ty), param) in enumerate(zip(runtime, params, strict=True)):
-            if param.get("buffer_index", i) != i:
-                raise MetalNonRecoverableError(
-                    f"parameter `{name}` is bound to buffer {param['buffer_index']}, expected {i}")
+        pointer_positions: list[int] = []
+        scalar_positions: list[int] = []
+        scalar_fields: list[tuple[str, int | None]] = []
+        scalar_names: list[str] = []
+        runtime_positions = [i for i, keep in enumerate(self.keep) if keep]
+        for position, (name, ty), param in zip(runtime_positions, runtime, params, strict=True):
             if (param.get("kind") == "pointer") != ty.startswith("*"):
                 raise MetalNonRecoverableError(
-                    f"argument `{name}` is {ty} for Triton but a {param.get('kind')} buffer "
+                    f"argument `{name}` is {ty} for Triton but a {param.get('kind')} "
                     "in the generated MSL")
             if ty == "*fp64":
                 # The lowering downcast fp64 to fp32 (with a warning), so the MSL reads this
@@ -185,20 +136,37 @@ class Launcher:
                     "GPUs have no fp64 and the kernel was compiled with fp64 downcast to fp32",
                     hint=f"pass {name}.float() and convert the result back")
             if ty.startswith("*"):
+                if param.get("buffer_index") != len(pointer_positions):
+                    raise MetalNonRecoverableError(
+                        f"pointer `{name}` is bound to buffer {param.get('buffer_index')}, "
+                        f"expected {len(pointer_positions)}")
                 self.converters.append(_pointer_converter(name, ty, engine.device_type))
-                continue
-            self.converters.append(_scalar_converter(name, ty))
-            cast = _torch_cast(name, param.get("arg_cast") or DEFAULT_ARG_CASTS.get(ty))
-            if cast:
-                self.arg_casts[i] = cast
-        runtime_positions = [i for i, keep in enumerate(self.keep) if keep]
-        self.plan = list(zip(self.converters, runtime_positions, strict=True))
+                pointer_positions.append(position)
+            else:
+                scalar_positions.append(position)
+                scalar_fields.append((ty, param.get("offset")))
+                scalar_names.append(name)
+        self.plan = list(zip(self.converters, pointer_positions, strict=True))
+        self.scalar_positions = scalar_positions
+        args_size = int(getattr(metadata, "args_size", 0) or 0)
+        if scalar_fields and not args_size:
+            raise MetalNonRecoverableError(
+                f"kernel `{metadata.name}` has scalar arguments but no argument struct")
+        self.packer = (ScalarPacker(scalar_fields, args_size, scalar_names)
+                       if scalar_fields else None)
+        # The struct goes as a list of byte values, sent with one setBytes (uint8 cast).
+        self.arg_casts: dict[int, str] = {len(pointer_positions): "uint8"} if self.packer else {}
         self.threads_per_group = int(getattr(metadata, "threads_per_group", 0)
                                      or metadata.num_warps * metadata.warp_size)
         self.group_size = (self.threads_per_group, 1, 1)
         self.name = metadata.name
         # tl.device_print / device_assert: one hidden buffer after the kernel's own
         self.debug = DebugBuffer.from_metadata(metadata)
+        # The simulator places buffers itself: it must keep the alignment the kernel was
+        # specialised on (MslProgram.buffer_alignment). Metal buffers keep it by themselves.
+        alignment = {int(i): int(a) for i, a in getattr(metadata, "buffer_alignment", None) or ()}
+        self.engine_kwargs = ({"buffer_alignment": alignment}
+                              if alignment and engine.name == "sim" else {})
 
     @staticmethod
     def _arg_names(src: Any, count: int) -> list[str]:
@@ -215,7 +183,10 @@ class Launcher:
         if len(flat) != len(self.keep):
             raise MetalNonRecoverableError(
                 f"kernel `{self.name}` expects {len(self.keep)} arguments, got {len(flat)}")
-        return [conv(flat[i]) for conv, i in self.plan]
+        bound = [conv(flat[i]) for conv, i in self.plan]
+        if self.packer is not None:
+            bound.append(self.packer.pack([flat[i] for i in self.scalar_positions]))
+        return bound
 
     def threads(self, grid_x: int, grid_y: int, grid_z: int) -> tuple[int, int, int]:
         total_x = grid_x * self.threads_per_group
@@ -235,7 +206,8 @@ class Launcher:
             debug = self.debug.allocate(self.engine.device_type) if self.debug else None
             extra = () if debug is None else (debug,)
             function(*bound, *extra, threads=self.threads(grid_x, grid_y, grid_z),
-                     group_size=self.group_size, arg_casts=self.arg_casts)
+                     group_size=self.group_size, arg_casts=self.arg_casts,
+                     **self.engine_kwargs)
             if debug is not None:
                 self.debug.report(debug)  # reads the buffer back (waits for the dispatch)
         if exit_hook is not None:

@@ -35,6 +35,7 @@ class Bound:
     region: Region | None = None
     device_addr: int = 0
     scalar: bytes | None = None
+    align: int = 1  # alignment (bytes) the kernel assumes of this buffer's address
 
 
 @dataclass
@@ -46,6 +47,8 @@ class Region:
     map_len: ctypes.c_ulong = field(default_factory=ctypes.c_ulong)
     data: int = 0
     scalar_bytes: bytes | None = None
+    align: int = 1  # the staging copy must start at host_start's phase modulo this
+    slack: int = 0  # bytes mapped past the end to keep that alignment (see below)
 
 
 def _bf16_bytes(values: np.ndarray) -> bytes:
@@ -120,6 +123,7 @@ def group_regions(bound: list[Bound]) -> list[Region]:
             last = Region(start, item.size, item.writable)
             regions.append(last)
         item.region = last
+        last.align = max(last.align, item.align)
     return regions
 
 
@@ -129,6 +133,39 @@ def staging_alignment(size: int) -> int:
     while align > 1 and size % align:
         align //= 2
     return align
+
+
+SLACK_BYTE = 0xA5
+
+
+def alignment_slack(region: Region) -> int:
+    """Bytes to map after a region so that its staging copy keeps the host address's phase
+    modulo `region.align` (the alignment a kernel assumes: Triton specialises a pointer as
+    16-byte aligned from the host address, and msltrans then issues 16-byte accesses). A
+    staging copy whose end touches the guard page would start misaligned when the size is
+    not a multiple of that. The slack is filled with SLACK_BYTE and checked after the run
+    (`check_slack`): a write there is reported as out of bounds; a read there returns
+    SLACK_BYTE bytes, unreported."""
+    need = region.align
+    if region.scalar_bytes is not None or not region.size or need <= 1:
+        return 0
+    if region.host_start % need == 0 and staging_alignment(region.size) >= need:
+        return 0
+    return (-region.size - region.host_start) % need
+
+
+def check_slack(regions: list[Region], bound: list[Bound]) -> None:
+    for region in regions:
+        if not region.slack:
+            continue
+        tail = ctypes.string_at(region.data + region.size, region.slack)
+        bad = [i for i, b in enumerate(tail) if b != SLACK_BYTE]
+        if bad:
+            names = sorted(b.index for b in bound if b.region is region)
+            raise LaunchError(
+                f"out-of-bounds write: buffer(s) {names} were written {bad[0] + 1} byte(s) past "
+                f"their end (the simulator pads a buffer of {region.size} bytes by "
+                f"{region.slack} to keep its 16-byte alignment, and checks the padding)")
 
 
 def scalar_region(item: Bound) -> Region:

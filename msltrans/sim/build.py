@@ -12,21 +12,31 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from msltrans.sim.attributes import check_source
 from msltrans.sim.cache import atomic_write, cache_dir, temp_output
 from msltrans.sim.compiler import (
     CODEGEN_FLAGS,
-    LANGUAGE_FLAGS,
     Compiler,
     include_flags,
+    language_flags,
     shell_command,
 )
 from msltrans.sim.discover import find_kernels
 from msltrans.sim.entries import generate_entries
 from msltrans.sim.errors import CompileError
+from msltrans.sim.nan_canon import canonicalize_nans
 from msltrans.sim.pch import PCH_CODEGEN, USE_PCH, prelude_pch, split_shim
-from msltrans.sim.prepare import mark_source, rewrite_threadgroup_decls, split_preprocessed
+from msltrans.sim.prepare import (
+    KERNEL_MARK,
+    TG_ATTR_MARK,
+    mark_source,
+    rewrite_threadgroup_decls,
+    split_preprocessed,
+)
 from msltrans.sim.signatures import KernelSignature
 
+# Unoptimised LLVM IR (the optimiser runs once, after the NaN rewrite).
+IR_FLAGS = ("-S", "-emit-llvm", "-Xclang", "-disable-llvm-passes")
 # Before the user's source: the ABI (so entries and rewrites can name it even if the
 # shim never includes it) and the entry helpers.
 PRELUDE_FLAGS = ("-include", "msl_sim/entry.h")
@@ -73,8 +83,10 @@ def _run(argv: list[str], cwd: str, what: str, name: str, keep: Path | None) -> 
 
 
 def build(source: str, name: str, compiler: Compiler, key: str,
-          include_dirs: tuple[str, ...] = ()) -> Built:
-    """Compile `source` into cache_dir()/<key>.so and write its kernel metadata."""
+          include_dirs: tuple[str, ...] = (), version: int = 320) -> Built:
+    """Compile `source` as MSL `version` into cache_dir()/<key>.so and write its kernel
+    metadata."""
+    flags = language_flags(version)
     name = _safe_name(name)
     out_dir = cache_dir()
     library = out_dir / f"{key}.so"
@@ -83,10 +95,11 @@ def build(source: str, name: str, compiler: Compiler, key: str,
     shim_dir = include_flags()[1]
     with tempfile.TemporaryDirectory(prefix="mslsim-") as work:
         Path(work, name).write_text(mark_source(source))
-        argv = [*compiler.argv, "-E", *LANGUAGE_FLAGS, *PCH_CODEGEN, *includes,
+        argv = [*compiler.argv, "-E", *flags, *PCH_CODEGEN, *includes,
                 *PRELUDE_FLAGS, name]
         preprocessed = _run(argv, work, "preprocessing", name, keep)
         pre = split_preprocessed(preprocessed, shim_dir)
+        check_source(pre.text, pre.in_user_code, name, frozenset({KERNEL_MARK, TG_ATTR_MARK}))
         # Kernel discovery first: it only blanks (lengths stay), so user ranges stay valid
         # for the threadgroup rewrite, which changes lengths.
         kernels, pre.text = find_kernels(pre)
@@ -96,18 +109,25 @@ def build(source: str, name: str, compiler: Compiler, key: str,
         # Diagnostics quote source lines from disk: put the user's own text back.
         Path(work, name).write_text(source)
         pch_flags: list[str] = []
-        prelude = None if os.environ.get("MSLTRANS_SIM_NO_PCH") else prelude_pch(compiler)
+        prelude = None if os.environ.get("MSLTRANS_SIM_NO_PCH") else prelude_pch(compiler, version)
         if prelude is not None:
             shim_text, rest = split_shim(text, shim_dir)
             if shim_text == prelude[1]:
                 text, pch_flags = rest, [*USE_PCH, str(prelude[0])]
         prepared = f"{name}.ii"
         Path(work, prepared).write_text(text + "\n" + generate_entries(kernels))
+        # To LLVM IR before any optimisation, NaNs made Apple's (nan_canon.py), then optimised
+        # and compiled as one.
+        argv = [*compiler.argv, *flags, *CODEGEN_FLAGS, *includes, *pch_flags,
+                *IR_FLAGS, "-o", f"{name}.ll", prepared]
+        _run(argv, work, "compiling", name, keep)
+        ir = Path(work, f"{name}.ll")
+        ir.write_text(canonicalize_nans(ir.read_text()))
         tmp = temp_output(library)
-        argv = [*compiler.argv, *LANGUAGE_FLAGS, *CODEGEN_FLAGS, *includes, *pch_flags,
-                "-o", str(tmp), prepared, "-x", "none", *compiler.link_flags]
+        argv = [*compiler.argv, "-x", "ir", *CODEGEN_FLAGS, "-ffp-contract=off",
+                "-o", str(tmp), f"{name}.ll", "-x", "none", *compiler.link_flags]
         try:
-            _run(argv, work, "compiling", name, keep)
+            _run(argv, work, "compiling (LLVM IR)", name, keep)
             os.replace(tmp, library)
         finally:
             tmp.unlink(missing_ok=True)

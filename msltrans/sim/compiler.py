@@ -34,10 +34,18 @@ LANGUAGE_FLAGS = (
     "-Xclang", "-ffloat16-excess-precision=none",
     "-Xclang", "-fbfloat16-excess-precision=none",
     "-Wno-unknown-attributes", "-Wno-ignored-attributes",
-    # Apple's compiler predefines these; third-party headers test them before including
-    # metal_stdlib (c10/metal/common.h does).
-    "-D__METAL__=1", "-D__METAL_VERSION__=320",
+    # Apple's compiler predefines __METAL__ and __METAL_VERSION__ (language_flags adds the
+    # version); third-party headers test them before including metal_stdlib (c10/metal does).
+    "-D__METAL__=1",
 )
+
+
+def language_flags(version: int) -> tuple[str, ...]:
+    """LANGUAGE_FLAGS for one MSL version (msltrans/msl_version.py): the shim headers offer
+    only what the specification gives that version."""
+    from msltrans import msl_version
+
+    return (*LANGUAGE_FLAGS, msl_version.define(msl_version.parse(version)))
 # -nostdlib: the driver's default link (crt files, libc) costs ~40 ms per kernel library;
 # libc symbols (memcpy) resolve at load time in the Python process, and compiler helpers
 # (half conversions) come from libgcc.a, linked in explicitly (Compiler.link_flags).

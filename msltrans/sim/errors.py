@@ -45,6 +45,8 @@ class Where:
     local: tuple[int, int, int] | None = None
     source_line: str | None = None
     extra: dict[str, object] = field(default_factory=dict)
+    # The @triton.jit line(s) the MSL location came from ("kernel.py:36 (tt.load)").
+    triton_lines: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
         parts = [f"kernel `{self.kernel}`"]
@@ -52,6 +54,8 @@ class Where:
             parts.append(f"threadgroup {self.group}, thread {self.local}")
         if self.source_line:
             parts.append(f"at {self.source_line}")
+        if self.triton_lines:
+            parts.append(f"Triton source {', '.join(self.triton_lines)}")
         return ", ".join(parts)
 
 
@@ -112,11 +116,15 @@ class RaceError(SimError):
     indices) for every output that differs from the forward schedule's.
     """
 
-    def __init__(self, kernel: str, differences: list[tuple[int, str, str, list[int]]]) -> None:
+    def __init__(self, kernel: str, differences: list[tuple[int, str, str, list[int]]],
+                 writers: list[str] | None = None) -> None:
         self.kernel = kernel
         self.differences = differences
+        self.writers = list(writers or [])
         lines = [f"kernel `{kernel}`: results depend on the thread schedule (a race):"]
         for index, param, schedule, elements in differences:
             lines.append(f"  buffer {index} (`{param}`) differs under {schedule} "
                          f"from forward at element(s) {elements}")
+        if self.writers:
+            lines.append(f"  Triton source lines that write memory: {', '.join(self.writers)}")
         super().__init__("\n".join(lines))

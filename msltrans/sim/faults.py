@@ -25,6 +25,7 @@ from msltrans.sim.errors import (
     Where,
 )
 from msltrans.sim.signatures import KernelSignature
+from msltrans.sim.source_map import triton_lines_in
 
 
 @functools.lru_cache(maxsize=1)
@@ -106,6 +107,9 @@ def raise_report(report: native.Report, kernel: KernelSignature, bound: list[Bou
             where.source_line = _source_text(symbolize(obj, report.pc_offset), sources)
         elif obj:
             where.source_line = f"{Path(obj).name}+{report.pc_offset:#x}"
+    # The MSL locations named (the faulting line; the sites of a divergent barrier) → the
+    # @triton.jit lines they were generated from.
+    where.triton_lines = triton_lines_in(f"{where.source_line or ''} {message}", sources)
     if kind == native.ERR_SEGV:
         _raise_segv(report, kernel, bound, where)
     errors: dict[int, type[DeviceError]] = {

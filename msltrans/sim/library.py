@@ -20,8 +20,11 @@ from typing import Any
 
 from msltrans.sim import native
 from msltrans.sim.args import (
+    SLACK_BYTE,
     Bound,
     Region,
+    alignment_slack,
+    check_slack,
     group_regions,
     memory_of,
     scalar_bytes,
@@ -82,10 +85,15 @@ class Kernel:
                  group_size: int | tuple[int, ...] | None = None,
                  arg_casts: str | dict[int, str] | None = None, schedule: str = "forward",
                  seed: int = 0, threadgroup_memory: dict[int, int] | list[int] | None = None,
-                 timeout: float | None = DEFAULT_TIMEOUT_S) -> None:
+                 timeout: float | None = DEFAULT_TIMEOUT_S,
+                 buffer_alignment: dict[int, int] | None = None) -> None:
+        """`buffer_alignment` ({buffer index: bytes}, an extension): buffers whose staging
+        copy must keep the host address's alignment (the kernel was specialised on it)."""
         if schedule not in native.SCHEDULES:
             raise LaunchError(f"schedule must be one of {sorted(native.SCHEDULES)}")
         bound, scalars = self._bind(args, arg_casts)
+        for item in bound:
+            item.align = int((buffer_alignment or {}).get(item.index, 1))
         if threads is None:
             first = next((a for a in args if memory_of(a, 0) is not None), None)
             if first is None:
@@ -169,6 +177,7 @@ class Kernel:
             for region in regions:
                 if region.copy_back:
                     ctypes.memmove(region.host_start, region.data, region.size)
+            check_slack(regions, bound)
             if report.kind:
                 raise_report(report, self.signature, bound + scalars, str(self.library.path),
                              self.library.sources)
@@ -179,11 +188,15 @@ class Kernel:
 
 
 def _map(lib: ctypes.CDLL, region: Region) -> None:
-    data = lib.msl_sim_map_guarded(region.size, staging_alignment(region.size),
+    region.slack = alignment_slack(region)
+    align = 1 if region.slack else staging_alignment(region.size)
+    data = lib.msl_sim_map_guarded(region.size + region.slack, align,
                                    ctypes.byref(region.map_base), ctypes.byref(region.map_len))
     if not data:
         raise MemoryError(f"cannot map a {region.size}-byte staging buffer")
     region.data = data
+    if region.slack:
+        ctypes.memset(data + region.size, SLACK_BYTE, region.slack)
     if region.scalar_bytes is not None:
         ctypes.memmove(data, region.scalar_bytes, region.size)
     elif region.size:
@@ -242,19 +255,24 @@ def _config_hash() -> str:
 
 
 def compile_shader(source: str, name: str = "shader.metal",
-                   include_dirs: list[str] | tuple[str, ...] = ()) -> Library:
+                   include_dirs: list[str] | tuple[str, ...] = (),
+                   msl_version: int | str | None = None) -> Library:
     """Compile MSL for the CPU simulator (cached in memory and on disk).
 
     `name` is the file name diagnostics and fault reports show; `include_dirs` are searched
     for `#include "..."`/`<...>` before the shim (their headers' contents are checked when a
-    cached build is reused)."""
+    cached build is reused). `msl_version` (310, "3.2", ...; default: msltrans.msl_version.
+    target()) sets `__METAL_VERSION__`; the shim offers only that version's features."""
+    from msltrans import msl_version as versions
+
+    version = versions.parse(msl_version) if msl_version else versions.target()
     dirs = tuple(str(Path(d).resolve()) for d in include_dirs)
-    text = "\0".join([_config_hash(), name, *dirs, source])
+    text = "\0".join([_config_hash(), str(version), name, *dirs, source])
     key = hashlib.sha256(text.encode()).hexdigest()
     cached = _loaded.get(key)
     if cached is not None and not (cached.deps and deps_changed(cached.deps)):
         return cached
-    built = load_built(key) or build(source, name, find_compiler(), key, dirs)
+    built = load_built(key) or build(source, name, find_compiler(), key, dirs, version)
     library = Library(built.library, built.kernels, source, Path(name).name, built.deps)
     _loaded[key] = library
     return library

@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 from msltrans.sim.cache import atomic_write, cache_dir, headers_hash, temp_output
-from msltrans.sim.compiler import LANGUAGE_FLAGS, Compiler, include_flags
+from msltrans.sim.compiler import Compiler, include_flags, language_flags
 
 PRELUDE = "#include <msl_sim/entry.h>\n#include <metal_stdlib>\n"
 # Flags that change predefined macros must match between the PCH and its users.
@@ -48,21 +48,25 @@ def split_shim(text: str, shim_dir: str) -> tuple[str, str]:
     return "\n".join(shim), "\n".join(rest)
 
 
-@functools.lru_cache(maxsize=4)
-def prelude_pch(compiler: Compiler) -> tuple[Path, str] | None:
-    """(pch path, the shim text it holds), built once per compiler and header version."""
-    key = hashlib.sha256("\0".join([compiler.identity, headers_hash(), *LANGUAGE_FLAGS,
+@functools.lru_cache(maxsize=8)
+def prelude_pch(compiler: Compiler, version: int) -> tuple[Path, str] | None:
+    """(pch path, the shim text it holds), built once per compiler, header version and MSL
+    version."""
+    flags = language_flags(version)
+    shim_dir = str(include_flags()[1])
+    # The PCH records the paths of the headers it read (and their mtimes): two checkouts
+    # with equal headers must not share one, or an edit in one breaks the other's builds.
+    key = hashlib.sha256("\0".join([compiler.identity, headers_hash(), shim_dir, *flags,
                                     *PCH_CODEGEN]).encode()).hexdigest()[:24]
     out = cache_dir()
     pch, reference = out / f"prelude-{key}.pch", out / f"prelude-{key}.shim"
-    shim_dir = str(include_flags()[1])
     if pch.exists() and reference.exists():
         return pch, reference.read_text()
     # The PCH records its input's path: the prelude lives next to it in the cache.
     header = out / f"prelude-{key}.h"
     if not header.exists():
         atomic_write(header, PRELUDE.encode())
-    base = [*compiler.argv, *LANGUAGE_FLAGS, *PCH_CODEGEN, *include_flags()]
+    base = [*compiler.argv, *flags, *PCH_CODEGEN, *include_flags()]
     pre = subprocess.run([*base, "-E", str(header)], capture_output=True, text=True)
     tmp = temp_output(pch)
     built = subprocess.run([*base, "-c", "-Xclang", "-emit-pch", "-o", str(tmp), str(header)],

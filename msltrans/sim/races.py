@@ -13,6 +13,7 @@ import numpy as np
 
 from msltrans.sim.errors import RaceError
 from msltrans.sim.library import Kernel
+from msltrans.sim.source_map import writer_lines
 
 
 @dataclass
@@ -76,6 +77,7 @@ def check_races(kernel: Kernel, *args: Any, seeds: tuple[int, ...] = (1, 2, 3),
             elements = np.nonzero((a_items != b_items).any(axis=1))[0][:max_report].tolist()
             differences.append((index, names.get(index, "?"), label, elements))
     if differences:
-        raise RaceError(kernel.name, differences)
+        writers = [w for source in kernel.library.sources.values() for w in writer_lines(source)]
+        raise RaceError(kernel.name, differences, writers)
     return RaceReport(kernel.name, [s if s != "shuffle" else f"shuffle({d})"
                                     for s, d in schedules])

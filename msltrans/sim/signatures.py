@@ -108,7 +108,20 @@ def _eval_index(text: str) -> int:
 _ATTRIBUTE = re.compile(r"\[\[(.*?)\]\]", re.S)
 
 
+MAX_BUFFER_INDEX = 30   # Metal's buffer argument table: buffer(0) … buffer(30)
+
+
+def _buffer_index(kernel: str, name: str, arg: str | None) -> int:
+    index = _eval_index(arg or "0")
+    if not 0 <= index <= MAX_BUFFER_INDEX:
+        raise CompileError(f"kernel `{kernel}`: [[buffer({index})]] on `{name}`: Metal's buffer "
+                           f"argument table has indices 0 to {MAX_BUFFER_INDEX}")
+    return index
+
+
 def parse_params(text: str, kernel: str) -> tuple[Param, ...]:
+    from msltrans.sim.attributes import CXX, check_attribute, split_attribute_list
+
     params: list[Param] = []
     pending: list[tuple[str, str]] = []   # (name, type) of parameters without an index
     for raw in split_top_level(text):
@@ -121,20 +134,21 @@ def parse_params(text: str, kernel: str) -> tuple[Param, ...]:
             raise CompileError(f"kernel `{kernel}`: cannot read parameter `{decl}`")
         type_text, name = match.group(1).strip(), match.group(2)
         param = None
-        for attribute in attributes:
-            head = re.match(r"^(\w+)\s*(?:\((.*)\))?$", attribute, re.S)
-            if head is None:
-                continue
-            word, arg = head.group(1), head.group(2)
+        items = [item for attribute in attributes for item in split_attribute_list(attribute)]
+        for item in items:
+            where = f"kernel `{kernel}`, parameter `{name}`"
+            word = check_attribute(item, where, frozenset({TG_ATTR_MARK}))
+            head = re.match(r"^\s*[\w:]+\s*(?:\((.*)\))?\s*$", item, re.S)
+            arg = head.group(1) if head else None
             if word == "buffer":
-                param = Param(name, type_text, "buffer", _eval_index(arg or "0"))
+                param = Param(name, type_text, "buffer", _buffer_index(kernel, name, arg))
             elif word == TG_ATTR_MARK:
                 param = Param(name, type_text, "threadgroup", _eval_index(arg or "0"))
             elif word in BUILTINS:
                 param = Param(name, type_text, "builtin", builtin=word)
-            elif word in ("texture", "sampler", "stage_in", "payload", "function_constant"):
-                raise CompileError(f"kernel `{kernel}`: [[{attribute}]] on `{name}` is not "
-                                   "supported by the simulator")
+            elif word not in CXX and "::" not in word:
+                raise CompileError(f"{where}: [[{item.strip()}]] is not supported by the "
+                                   "simulator")
         if param is None:
             if "*" not in type_text and "&" not in type_text:
                 raise CompileError(f"kernel `{kernel}`: parameter `{name}` has neither a "
@@ -151,6 +165,10 @@ def parse_params(text: str, kernel: str) -> tuple[Param, ...]:
             while next_free in used:
                 next_free += 1
             used.add(next_free)
+            if next_free > MAX_BUFFER_INDEX:
+                raise CompileError(f"kernel `{kernel}`: parameter `{param.name}` would take "
+                                   f"buffer index {next_free}; Metal's buffer argument table "
+                                   f"ends at {MAX_BUFFER_INDEX}")
             param = Param(param.name, param.type_text, "buffer", next_free)
         resolved.append(param)
     return tuple(resolved)

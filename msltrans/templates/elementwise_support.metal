@@ -1,16 +1,27 @@
 // msltrans elementwise support: IEEE min/max and rounding helpers (docs/semantics.md).
 // NaN tests and sign tests go through float, which holds every half and bfloat exactly.
-template <typename T> inline T msl_maxnum(T a, T b) {   // NaN loses; -0 < +0
-    if (isnan(float(a))) return b;
-    if (isnan(float(b))) return a;
-    if (a == b) return signbit(float(a)) ? b : a;
-    return a > b ? a : b;
+// maxNum/minNum with -0 < +0: precise::fmax/fmin (IEEE: a NaN operand loses; MSL leaves
+// the sign of an equal-zero result open), and for equal operands the AND (max) / OR (min)
+// of the bits, which is the other operand unless they are zeros of opposite sign.
+template <typename T> inline T msl_maxnum(T a, T b);
+template <typename T> inline T msl_minnum(T a, T b);
+template <> inline float msl_maxnum<float>(float a, float b) {
+    return a == b ? as_type<float>(as_type<uint>(a) & as_type<uint>(b)) : precise::fmax(a, b);
 }
-template <typename T> inline T msl_minnum(T a, T b) {
-    if (isnan(float(a))) return b;
-    if (isnan(float(b))) return a;
-    if (a == b) return signbit(float(a)) ? a : b;
-    return a < b ? a : b;
+template <> inline float msl_minnum<float>(float a, float b) {
+    return a == b ? as_type<float>(as_type<uint>(a) | as_type<uint>(b)) : precise::fmin(a, b);
+}
+template <> inline half msl_maxnum<half>(half a, half b) {
+    return half(msl_maxnum<float>(float(a), float(b)));  // exact: the result is an operand
+}
+template <> inline half msl_minnum<half>(half a, half b) {
+    return half(msl_minnum<float>(float(a), float(b)));
+}
+template <> inline bfloat msl_maxnum<bfloat>(bfloat a, bfloat b) {
+    return bfloat(msl_maxnum<float>(float(a), float(b)));
+}
+template <> inline bfloat msl_minnum<bfloat>(bfloat a, bfloat b) {
+    return bfloat(msl_minnum<float>(float(a), float(b)));
 }
 template <typename T> inline T msl_maximum(T a, T b) {  // NaN wins; -0 < +0
     if (isnan(float(a))) return a;

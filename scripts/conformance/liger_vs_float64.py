@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Which side is wrong when a Liger test's torch-CPU reference and msltrans disagree?
 
-    /tmp/ligervenv/bin/python scripts/conformance/liger_vs_float64.py --liger-src /work/liger \
+    <venv>/bin/python scripts/conformance/liger_vs_float64.py --liger-src <liger-src> \
         [--cases geglu cross_entropy_bf16 ...]
 
 Liger's tests compare its kernels with torch on the same device. Here that device is the CPU,

@@ -19,18 +19,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import portable
 import summary
 
 
-def suite_commit(src: Path, mirror: str | Path, name: str) -> str:
-    """`src (name <hash> <date>)` from `src/.git` or else the `mirror` git dir; else `src`."""
-    for git_dir in (src / ".git", Path(mirror)):
-        if git_dir.exists():
-            r = subprocess.run(["git", "--git-dir", str(git_dir), "log", "-1",
-                                "--format=%h %cs"], capture_output=True, text=True)
-            if r.returncode == 0 and r.stdout.strip():
-                return f"{src} ({name} {r.stdout.strip()})"
-    return str(src)
+def suite_commit(src: Path, mirror_env: str, name: str, placeholder: str) -> str:
+    """`<placeholder> (name <hash> <date>)` from `src/.git` or the git dir `$mirror_env`
+    names; no path of this machine (portable.py)."""
+    commit = portable.tree_commit(src, mirror_env)
+    return f"{placeholder} ({name} {commit})" if commit else placeholder
 
 
 def machine_line(triton_version: str) -> str:
@@ -45,7 +42,8 @@ def run_info(script: str, argv: Sequence[str], upstream: str, selection: Sequenc
     import triton
 
     info: dict[str, Any] = {
-        "command": "`" + " ".join(["python", script, *map(shlex.quote, argv)]) + "`",
+        "command": "`" + " ".join(["python", script,
+                                   *map(shlex.quote, portable.portable_argv(argv))]) + "`",
         "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": machine_line(triton.__version__),
         "upstream": upstream, "selection": "; ".join(selection),

@@ -2,8 +2,8 @@
 
 Run on a machine with an NVIDIA GPU (the project's lent H200), from the repository root:
     python scripts/cuda_reference/dot_reference.py tests/data/cuda/dot_reference.npz
-It runs `matmul_f32_kernel` (tests/e2e/dot_kernels.py: tutorial 03's kernel with a K loop,
-masked K tail, `% M` row wrap, storing the fp32 accumulator) on fixed seeded shapes and saves
+It runs `matmul_f32_kernel` (tests/e2e/dot_kernels.py: a grouped-order tiled matmul with a K
+loop, masked K tail, `% M` row wrap, storing the fp32 accumulator) on fixed seeded shapes and saves
 inputs, launch configuration and outputs. tests/e2e/test_dot_cuda_reference.py replays each
 case through msltrans and requires identical bits: Triton's FMA dot on NVIDIA is the in-order
 fma chain over K, which is msltrans's dot contract.
@@ -43,8 +43,7 @@ def run_case(i: int, case: tuple) -> dict[str, np.ndarray]:
     grid = (-(-m // bm) * -(-n // bn),)
     matmul_f32_kernel[grid](a_dev, b_dev, c, m, n, k, a_dev.stride(0), a_dev.stride(1),
                             b_dev.stride(0), b_dev.stride(1), c.stride(0), c.stride(1),
-                            BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=3,
-                            num_warps=nw)
+                            BM=bm, BN=bn, BK=bk, GROUP_M=3, num_warps=nw)
     torch.cuda.synchronize()
     return {f"case{i}_a": a.numpy(), f"case{i}_b": b.numpy(), f"case{i}_out": c.cpu().numpy(),
             f"case{i}_config": np.array(case, dtype=np.int64)}

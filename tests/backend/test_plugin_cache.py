@@ -39,7 +39,8 @@ def test_msl_stage_round_trips_through_the_cache(fake_lowering, private_cache):
     md = second.metadata
     assert md.name == "copy_kernel" and md.shared == 0 and md.threads_per_group == 64
     assert [p["triton_type"] for p in md.params] == ["*f32", "*f32", "i32"]
-    assert [p["arg_cast"] for p in md.params] == [None, None, "int32"]
+    assert [p["buffer_index"] for p in md.params] == [0, 1, 2]
+    assert md.params[2]["offset"] == 0 and md.args_size == 4
 
 
 def test_kernel_dump_writes_msl(fake_lowering, tmp_path, monkeypatch):

@@ -8,6 +8,7 @@ import triton
 import triton.language as tl
 
 from msltrans.errors import MetalNonRecoverableError
+from tests.support.plugin_fakes import unpack_scalars
 
 
 @triton.jit
@@ -32,22 +33,22 @@ def test_binds_runtime_args_in_order_and_skips_constexprs(recording):
     scale_kernel[(4,)](x, out, 100, 2.5, 3, BLOCK=32)
     (call,) = recording.calls
     assert call.kernel == "scale_kernel"
-    assert len(call.args) == 5
+    assert len(call.args) == 3  # two pointers, then one struct of the three scalars
     assert call.args[0] is x and call.args[1] is out
-    assert call.args[2:] == (100, 2.5, 3)
+    assert unpack_scalars(call.args[2], ["*f32", "*f32", "i32", "f32", "i32"]) == [100, 2.5, 3]
     assert call.threads == (4 * 128, 1, 1)  # 4 programs x num_warps(4) x 32
     assert call.group_size == (128, 1, 1)
-    assert call.arg_casts == {2: "int32", 4: "int32"}  # ints as 4 bytes; float as default
+    assert call.arg_casts == {2: "uint8"}  # the struct's bytes, sent with one setBytes
 
 
 def test_int_equal_to_one_is_specialised_away(recording):
     x, out = torch.randn(64), torch.empty(64)
     scale_kernel[(1,)](x, out, 64, 1.0, 1, BLOCK=64, num_warps=2)
     (call,) = recording.calls
-    # stride == 1 becomes a constexpr: one buffer fewer, n still bound as int32
-    assert len(call.args) == 4
-    assert call.args[2:] == (64, 1.0)
-    assert call.arg_casts == {2: "int32"}
+    # stride == 1 becomes a constexpr: one scalar fewer in the struct
+    assert len(call.args) == 3
+    assert unpack_scalars(call.args[2], ["*f32", "*f32", "i32", "f32"]) == [64, 1.0]
+    assert len(call.args[2]) == 8 and call.arg_casts == {2: "uint8"}
     assert call.group_size == (64, 1, 1)
 
 
@@ -56,7 +57,8 @@ def test_none_argument_is_skipped(recording):
     optional_kernel[(1,)](x, None, 16, BLOCK=16)
     optional_kernel[(1,)](x, x, 16, BLOCK=16)
     first, second = recording.calls
-    assert len(first.args) == 2 and first.args[0] is x and first.args[1] == 16
+    assert len(first.args) == 2 and first.args[0] is x
+    assert unpack_scalars(first.args[1], ["*f32", "i32"]) == [16]
     assert len(second.args) == 3 and second.args[1] is x
 
 
@@ -139,27 +141,11 @@ def test_wide_and_unsigned_ints_keep_their_bits(recording):
     out = torch.empty(16)
     scalars_kernel[(1,)](out, 2**40, 2**64 - 5, True, BLOCK=16)
     (call,) = recording.calls
-    assert call.args[1] == 2**40  # i64: 8 bytes, no cast
-    assert call.args[2] == -5  # u64 2**64-5 sent as the int64 with the same bits
-    assert call.args[3] == 1  # i1 as 0/1
-    assert call.arg_casts == {3: "uint8"}
-
-
-@pytest.mark.parametrize("cast, expected", [
-    ("bool", "uint8"), ("half", "fp16"), ("bfloat", "bf16"), ("int32", "int32"),
-    ("float", None), ("int64", None), (None, None),
-])
-def test_msl_cast_names_are_translated_for_torch(cast, expected):
-    from msltrans.runtime.launch import _torch_cast
-
-    assert _torch_cast("v", cast) == expected
-
-
-def test_unknown_cast_is_refused():
-    from msltrans.runtime.launch import _torch_cast
-
-    with pytest.raises(MetalNonRecoverableError, match="arg_cast 'uint32'"):
-        _torch_cast("v", "uint32")
+    a, b, flag = unpack_scalars(call.args[1], ["*f32", "i64", "i64", "i1"])
+    assert a == 2**40  # i64: 8 bytes
+    assert b == -5  # u64 2**64-5: the same 64 bits
+    assert flag is True and call.args[1][16] == 1  # i1 as one byte 0/1
+    assert len(call.args[1]) == 24 and call.arg_casts == {1: "uint8"}
 
 
 def test_launcher_overhead_is_small(recording):
@@ -190,5 +176,6 @@ def test_tuple_arguments_are_flattened(recording):
     a, b = torch.randn(8), torch.empty(8)
     tuple_kernel[(1,)]((a, b), 8, BLOCK=8)
     (call,) = recording.calls
-    assert len(call.args) == 3 and call.args[0] is a and call.args[1] is b and call.args[2] == 8
-    assert call.arg_casts == {2: "int32"}
+    assert len(call.args) == 3 and call.args[0] is a and call.args[1] is b
+    assert unpack_scalars(call.args[2], ["*f32", "*f32", "i32"]) == [8]
+    assert call.arg_casts == {2: "uint8"}

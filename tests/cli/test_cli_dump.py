@@ -76,7 +76,8 @@ def test_msl_stage_prints_kernel_and_launch_metadata(kernel_file, capsys):
     assert code == 0, err
     assert "kernel void add_kernel(" in out
     assert "// launch: kernel add_kernel, 128 threads per threadgroup" in out
-    assert "buffer(3): n_elements i32 (scalar, arg_casts[3]='int32')" in out
+    assert "buffer(3) byte 0: n_elements i32 (scalar, in the argument struct)" in out
+    assert "constant add_kernel_args& msl_args [[buffer(3)]]" in out
 
 
 def test_all_stages_have_headers(kernel_file, capsys):
@@ -88,11 +89,22 @@ def test_all_stages_have_headers(kernel_file, capsys):
     assert "tensor<128x" in out  # BLOCK's Python default used
 
 
-def test_missing_types_name_the_flags(kernel_file, capsys):
+def test_missing_constexpr_names_the_flag(kernel_file, capsys):
     code, out, err = run(capsys, "dump", str(kernel_file), "--kernel", "add_kernel")
     assert code == 1 and out == ""
-    assert err.strip() == ("msltrans: error: kernel `add_kernel` needs --signature "
-                           "n_elements=i32; --constexpr BLOCK_SIZE=VALUE (adjust types as needed)")
+    assert err.strip() == ("msltrans: error: kernel `add_kernel` needs --constexpr "
+                           "BLOCK_SIZE=VALUE (adjust types as needed)")
+
+
+def test_launch_less_file_dumps_with_printed_assumptions(kernel_file, capsys):
+    code, out, err = run(capsys, "dump", str(kernel_file), "--kernel", "scale_kernel")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("// msltrans dump: no launch to copy the arguments from")
+    assert lines[1].startswith("//   x_ptr: *fp32 (its name ends in _ptr), 16-byte aligned")
+    assert lines[2].startswith("//   n: i32 (an int below 2**31), not a multiple of 16")
+    assert lines[3].startswith("//   alpha: i32")  # no usage marks it: flags override
+    assert "kernel void scale_kernel(" in out
 
 
 def test_several_kernels_need_kernel_flag(kernel_file, capsys):
@@ -141,8 +153,8 @@ def test_console_script_help_teaches():
     out = subprocess.run([sys.executable, "-m", "msltrans.cli", "dump", "--help"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0
-    assert "examples:" in out.stdout and "--signature n_elements=i32" in out.stdout
-    assert "_ptr is *fp32" in out.stdout
+    assert "examples:" in out.stdout and "--signature n=i32" in out.stdout
+    assert "*fp32 and 16-byte aligned" in out.stdout
 
 
 def test_info_reports_engine_and_limits(capsys, monkeypatch):
@@ -164,8 +176,8 @@ def test_script_without_flags_is_run_and_its_launch_dumped(tmp_path, monkeypatch
     assert res.returncode == 0, res.stderr
     out = res.stdout
     assert out.startswith("// captured from running")
-    assert "n_elements=i32" in out.splitlines()[0]
-    assert "kernel void add_kernel(" in out
+    assert "n=i32" in out.splitlines()[0]
+    assert "kernel void vector_add_kernel(" in out
     assert "// tt.load  vector_add.py:" in out
     # The program's own prints went to stderr, so stdout is MSL only.
     assert "max error" not in out and "max error 0" in res.stderr
@@ -197,7 +209,7 @@ def test_script_exiting_nonzero_is_reported(tmp_path, capsys, monkeypatch):
     assert "failed (exit status 3)" in capsys.readouterr().err
 
 
-def test_script_that_never_launches_says_which_flags(tmp_path, capsys, monkeypatch):
+def test_script_that_never_launches_falls_back_to_assumptions(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "nolaunch.py"
     path.write_text(KERNELS.replace("scale_kernel", "_scale") + "\nif __name__ == '__main__':\n"
@@ -205,4 +217,6 @@ def test_script_that_never_launches_says_which_flags(tmp_path, capsys, monkeypat
     with pytest.raises(SystemExit) as exc:
         cli.main(["dump", str(path), "--kernel", "add_kernel"])
     assert exc.value.code == 1
-    assert "never launched `add_kernel`" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "never launched `add_kernel`: assuming its signature" in err
+    assert "needs --constexpr BLOCK_SIZE=VALUE" in err

@@ -1,6 +1,6 @@
 """No upstream test that passed in the recorded baseline may stop passing.
 
-Needs an upstream Triton tree: `MSLTRANS_TRITON_SRC=/work/upstream pytest tests/conformance`.
+Needs an upstream Triton tree: `MSLTRANS_TRITON_SRC=<triton-src> pytest tests/conformance`.
 Without it (CI has none) the test skips. It re-runs a deterministic sample of
 `baseline.json`'s passing ids (`MSLTRANS_BASELINE_SAMPLE`, default 12; 0 = all) through the same
 plugin as `scripts/run_upstream_tests.py`, in one pytest subprocess, and checks each passed.

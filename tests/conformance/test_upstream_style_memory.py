@@ -12,7 +12,6 @@ import torch
 import triton
 import triton.language as tl
 
-from msltrans.errors import MetalNonRecoverableError
 from tests.conformance.upstream_style_support import (
     TORCH,
     assert_same,
@@ -64,7 +63,7 @@ def _cache_modifiers(X, Z, n, LOAD_CM: tl.constexpr, EVICT: tl.constexpr,
     ("", "", "", False), (".ca", "", "", False), (".cg", "evict_first", "", False),
     (".cv", "evict_last", ".wb", False), ("", "", ".cg", False), ("", "evict_first", ".cs",
                                                                   False),
-    ("", "", ".wt", False),
+    ("", "", ".wt", False), ("", "", "", True), (".cg", "evict_last", ".wb", True),
 ])
 def test_cache_modifiers_and_eviction_are_hints(load_cm: str, evict: str, store_cm: str,
                                                 volatile: bool) -> None:
@@ -74,14 +73,6 @@ def test_cache_modifiers_and_eviction_are_hints(load_cm: str, evict: str, store_
                                                STORE_CM=store_cm, VOLATILE=volatile,
                                                BLOCK=128)
     assert torch.equal(z, x + 1)
-
-
-def test_volatile_load_is_refused() -> None:
-    """msltrans does not model volatile loads: it refuses, naming the op and the fix."""
-    x, z = torch.arange(128, dtype=torch.int32), torch.zeros(128, dtype=torch.int32)
-    with pytest.raises(MetalNonRecoverableError, match=r"tt\.load.*volatile.*drop volatile"):
-        _cache_modifiers[(1,)](x, z, 128, LOAD_CM="", EVICT="", STORE_CM="", VOLATILE=True,
-                               BLOCK=128)
 
 
 @triton.jit

@@ -5,6 +5,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from tests.e2e.workloads.grouped_matmul import grouped_tile
+
 
 @triton.jit
 def dot_acc_kernel(a_ptr, b_ptr, c_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr,
@@ -36,40 +38,32 @@ def dot_strided_kernel(a_ptr, b_ptr, out_ptr, sam, sak, sbk, sbn, M: tl.constexp
 
 
 @triton.jit
-def matmul_f32_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
-                      stride_cm, stride_cn, BLOCK_SIZE_M: tl.constexpr,
-                      BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
-                      GROUP_SIZE_M: tl.constexpr):
-    """Tutorial 03's matmul_kernel storing the fp32 accumulator itself (so every bit of the
-    K-loop fma chain is checked, not just its fp16 rounding); also the cross-vendor kernel."""
-    pid = tl.program_id(axis=0)
-    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
-    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
-    num_pid_in_group = GROUP_SIZE_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_SIZE_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
-    offs_am = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
-    offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
-    offs_k = tl.arange(0, BLOCK_SIZE_K)
-    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
-    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
-    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
-        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
-        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
+def matmul_f32_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sa_m, sa_k, sb_k, sb_n, sc_m, sc_n,
+                      BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                      GROUP_M: tl.constexpr):
+    """workloads/grouped_matmul.py's kernel with fp32 operands, storing the fp32 accumulator
+    itself (so every bit of the K-loop fma chain is checked, not just an fp16 rounding of it);
+    also the cross-vendor kernel (scripts/cuda_reference/dot_reference.py)."""
+    tile_m, tile_n = grouped_tile(tl.program_id(axis=0), M, N, BM, BN, GROUP_M)
+    a_rows = (tile_m * BM + tl.arange(0, BM)) % M
+    b_cols = (tile_n * BN + tl.arange(0, BN)) % N
+    kk = tl.arange(0, BK)
+    a_at = a_ptr + (a_rows[:, None] * sa_m + kk[None, :] * sa_k)
+    b_at = b_ptr + (kk[:, None] * sb_k + b_cols[None, :] * sb_n)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for step in range(0, tl.cdiv(K, BK)):
+        k_left = K - step * BK
+        a = tl.load(a_at, mask=kk[None, :] < k_left, other=0.0)
+        b = tl.load(b_at, mask=kk[:, None] < k_left, other=0.0)
         # ieee spelled out: it is msltrans's default, but Triton's CUDA backend defaults to
-        # tf32 (scripts/cuda_reference/dot_reference.py runs this kernel there).
-        accumulator = tl.dot(a, b, accumulator, input_precision="ieee")
-        a_ptrs += BLOCK_SIZE_K * stride_ak
-        b_ptrs += BLOCK_SIZE_K * stride_bk
-    offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
-    offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
-    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
-    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
-    tl.store(c_ptrs, accumulator, mask=c_mask)
+        # tf32 for fp32 operands.
+        acc = tl.dot(a, b, acc, input_precision="ieee")
+        a_at += BK * sa_k
+        b_at += BK * sb_k
+    c_rows = tile_m * BM + tl.arange(0, BM)
+    c_cols = tile_n * BN + tl.arange(0, BN)
+    c_at = c_ptr + sc_m * c_rows[:, None] + sc_n * c_cols[None, :]
+    tl.store(c_at, acc, mask=(c_rows[:, None] < M) & (c_cols[None, :] < N))
 
 
 @triton.jit

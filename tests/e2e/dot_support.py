@@ -10,7 +10,7 @@ import torch
 
 from msltrans.ir import read_module, to_ttgir
 from msltrans.lower import MslProgram, lower_module
-from msltrans.lower.ops_dot import force_path
+from msltrans.lower.dot.choose import force_path
 from tests.support.fma import fma_chain_matmul
 from tests.support.run_kernel import dispatch
 

@@ -112,7 +112,7 @@ def test_poll_on_a_later_program_times_out_instead_of_hanging() -> None:
     kernel = getattr(sim.compile_shader(prog.source), prog.kernel_name)
     t = prog.threads_per_group
     with pytest.raises(sim.KernelTimeoutError):
-        kernel(flag, out, threads=(2 * t, 1, 1), group_size=(t, 1, 1),
+        kernel(*prog.engine_args((flag, out)), threads=(2 * t, 1, 1), group_size=(t, 1, 1),
                arg_casts=prog.arg_casts, timeout=1.0)
 
 

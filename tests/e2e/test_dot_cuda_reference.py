@@ -15,8 +15,7 @@ from tests.e2e.dot_kernels import matmul_f32_kernel
 from tests.e2e.dot_support import chain, compile_with, run, same_bits
 
 NPZ = Path(__file__).resolve().parents[1] / "data" / "cuda" / "dot_reference.npz"
-INT_ARGS = ("M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm",
-            "stride_cn")
+INT_ARGS = ("M", "N", "K", "sa_m", "sa_k", "sb_k", "sb_n", "sc_m", "sc_n")
 
 
 def _cases() -> list[int]:
@@ -44,8 +43,7 @@ def test_matches_triton_cuda_bits(case: int) -> None:
     sb = (1, k) if b_t else (n, 1)
     sig = {"a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp32"}
     sig.update(dict.fromkeys(INT_ARGS, "i32"))
-    program = compile_with(matmul_f32_kernel, sig, nw, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn,
-                           BLOCK_SIZE_K=bk, GROUP_SIZE_M=3)
+    program = compile_with(matmul_f32_kernel, sig, nw, BM=bm, BN=bn, BK=bk, GROUP_M=3)
     out = np.full((m, n), np.nan, np.float32)
     run(program, (-(-m // bm) * -(-n // bn),), a_mem, b_mem, out, m, n, k, *sa, *sb, n, 1)
     assert same_bits(out, cuda_out)

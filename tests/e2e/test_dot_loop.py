@@ -1,10 +1,11 @@
-"""tt.dot inside the K loop (scf.for carries the accumulator): Triton tutorial 03's
-`matmul_kernel` unmodified, in fp16 and fp32, against torch and bit-exactly against the fp32
-in-order fma chain over the whole K; ragged shapes (M, N, K not multiples of the block: the
-kernel wraps rows with `% M` and masks the K tail), transposed inputs via strides, and
-K-loop trip counts 1..16 (a sample here, the full sweep under `-m slow`).
+"""tt.dot inside the K loop (scf.for carries the accumulator): the grouped-order tiled matmul
+of tests/e2e/workloads/grouped_matmul.py (tutorial 03's workload), in fp16 and fp32, against
+torch and bit-exactly against the fp32 in-order fma chain over the whole K; ragged shapes (M,
+N, K not multiples of the block: the kernel wraps rows with `% M` and masks the K tail),
+transposed inputs via strides, and K-loop trip counts 1..16 (a sample here, the full sweep
+under `-m slow`).
 
-Tolerance vs torch (stated): the tutorial stores fp16, so its output must be torch's fp32
+Tolerance vs torch (stated): the kernel stores fp16, so its output must be torch's fp32
 matmul of the widened inputs rounded to fp16, within one fp16 rounding (rtol 2**-10,
 atol 1e-3); `matmul_f32_kernel` (the same kernel storing the fp32 accumulator) must match
 torch's fp32 matmul to rtol 1e-5 / atol 1e-5 * sqrt(K) and the chain bit for bit.
@@ -18,10 +19,9 @@ import torch
 
 from tests.e2e.dot_kernels import attention_like_kernel, matmul_f32_kernel
 from tests.e2e.dot_support import TRITON_PTR, chain, compile_with, dot_stats, randn, run, same_bits
-from tests.e2e.tutorials.tutorial_03_matmul import matmul_kernel
+from tests.e2e.workloads.grouped_matmul import grouped_matmul_kernel
 
-INT_ARGS = ("M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm",
-            "stride_cn")
+INT_ARGS = ("M", "N", "K", "sa_m", "sa_k", "sb_k", "sb_n", "sc_m", "sc_n")
 
 
 def _operands(m: int, n: int, k: int, dtype: str, a_t: bool, b_t: bool, seed: int):
@@ -44,8 +44,8 @@ def _matmul(kernel, m: int, n: int, k: int, dtype: str, blocks: tuple[int, int, 
            "c_ptr": "*fp16" if out_dtype == np.float16 else "*fp32"}
     sig.update(dict.fromkeys(INT_ARGS, "i32"))
     bm, bn, bk = blocks
-    program = compile_with(kernel, sig, num_warps, path, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn,
-                           BLOCK_SIZE_K=bk, GROUP_SIZE_M=group, **extra)
+    program = compile_with(kernel, sig, num_warps, path, BM=bm, BN=bn, BK=bk, GROUP_M=group,
+                           **extra)
     grid = (-(-m // bm) * -(-n // bn),)
     run(program, grid, a_mem, b_mem, c, m, n, k, *sa, *sb, n, 1)
     fa, fb = a.astype(np.float32), b.astype(np.float32)
@@ -62,23 +62,23 @@ def _torch(fa: np.ndarray, fb: np.ndarray) -> np.ndarray:
     ("float32", (64, 32, 48), (32, 32, 16), 4, "auto"),
     ("float32", (50, 37, 45), (16, 32, 16), 2, "auto"),
 ])
-def test_tutorial_03(dtype: str, shape: tuple[int, int, int], blocks: tuple[int, int, int],
-                     num_warps: int, path: str) -> None:
+def test_grouped_matmul(dtype: str, shape: tuple[int, int, int], blocks: tuple[int, int, int],
+                        num_warps: int, path: str) -> None:
     m, n, k = shape
-    program, c, fa, fb = _matmul(matmul_kernel, m, n, k, dtype, blocks, num_warps, path,
-                                 np.float16, ACTIVATION="")
+    program, c, fa, fb = _matmul(grouped_matmul_kernel, m, n, k, dtype, blocks, num_warps, path,
+                                 np.float16, EPILOGUE="")
     assert dot_stats(program)[0]["path"] == ("simdgroup" if path == "auto" else path)
     assert same_bits(c, chain(fa, fb).astype(np.float16))
     np.testing.assert_allclose(c.astype(np.float32), _torch(fa, fb).astype(np.float16)
                                .astype(np.float32), rtol=2**-10, atol=1e-3)
 
 
-def test_tutorial_03_leaky_relu_transposed() -> None:
+def test_grouped_matmul_leaky_transposed() -> None:
     m, n, k = 32, 32, 40
-    program, c, fa, fb = _matmul(matmul_kernel, m, n, k, "float16", (16, 16, 16), 4, "auto",
-                                 np.float16, a_t=True, b_t=True, ACTIVATION="leaky_relu")
+    program, c, fa, fb = _matmul(grouped_matmul_kernel, m, n, k, "float16", (16, 16, 16), 4,
+                                 "auto", np.float16, a_t=True, b_t=True, EPILOGUE="leaky")
     acc = chain(fa, fb)
-    # leaky_relu multiplies by the fp32 constant 0.01 (one rounding), then rounds to fp16.
+    # leaky multiplies by the fp32 constant 0.01 (one rounding), then rounds to fp16.
     ref = np.where(acc >= 0, acc, np.float32(0.01) * acc).astype(np.float16)
     assert same_bits(c, ref)
 

@@ -17,8 +17,7 @@ import torch
 from tests.e2e.dot_kernels import matmul_f32_kernel
 from tests.e2e.dot_support import TRITON_PTR, as_f32, chain, compile_with, dot_stats, run
 
-INT_ARGS = ("M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm",
-            "stride_cn")
+INT_ARGS = ("M", "N", "K", "sa_m", "sa_k", "sb_k", "sb_n", "sc_m", "sc_n")
 PATHS = ("simdgroup", "registers", "scratch")
 
 
@@ -54,8 +53,8 @@ def _run_matmul(a: np.ndarray, b: np.ndarray, dtype: str, path: str,
     sig = {"a_ptr": TRITON_PTR[dtype], "b_ptr": TRITON_PTR[dtype], "c_ptr": "*fp32"}
     sig.update(dict.fromkeys(INT_ARGS, "i32"))
     bm, bn, bk = blocks
-    program = compile_with(matmul_f32_kernel, sig, num_warps, path, BLOCK_SIZE_M=bm,
-                           BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=2)
+    program = compile_with(matmul_f32_kernel, sig, num_warps, path, BM=bm, BN=bn, BK=bk,
+                           GROUP_M=2)
     c = np.full((m, n), 7.0, np.float32)
     run(program, (-(-m // bm) * -(-n // bn),), a, b, c, m, n, k, k, 1, n, 1, n, 1)
     return c, dot_stats(program)

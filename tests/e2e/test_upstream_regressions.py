@@ -75,10 +75,11 @@ def _launch_every_schedule(fn, grid, args, num_warps, **constexprs):
     kernel = getattr(compile_shader(program.source), program.kernel_name)
     t = program.threads_per_group
     # forward, reverse and shuffled thread orders must give the same bytes
-    check_races(kernel, *args, threads=(grid * t, 1, 1), group_size=(t, 1, 1),
+    engine_args = program.engine_args(args)
+    check_races(kernel, *engine_args, threads=(grid * t, 1, 1), group_size=(t, 1, 1),
                 arg_casts=program.arg_casts)
-    kernel(*args, threads=(grid * t, 1, 1), group_size=(t, 1, 1), arg_casts=program.arg_casts,
-           schedule="reverse")
+    kernel(*engine_args, threads=(grid * t, 1, 1), group_size=(t, 1, 1),
+           arg_casts=program.arg_casts, schedule="reverse")
     return program
 
 

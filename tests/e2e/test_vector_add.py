@@ -1,4 +1,4 @@
-"""Triton tutorial 01 (vector add), unmodified, byte-exact against numpy."""
+"""A masked 1-D vector add and a 2-D broadcast add, byte-exact against numpy."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 import triton
 import triton.language as tl
 
-from tests.support.kernels import add_kernel, broadcast_add_kernel
+from tests.support.kernels import broadcast_add_kernel, vadd_kernel
 from tests.support.run_kernel import run_kernel
 
 
@@ -19,8 +19,8 @@ def test_vector_add_odd_sizes(n: int, num_warps: int) -> None:
     y = rng.standard_normal(n).astype(np.float32)
     out = np.full(n, np.nan, dtype=np.float32)
     block = 256
-    run_kernel(add_kernel, ((n + block - 1) // block,), x, y, out, n, num_warps=num_warps,
-               BLOCK_SIZE=block)
+    run_kernel(vadd_kernel, ((n + block - 1) // block,), x, y, out, n, num_warps=num_warps,
+               BLOCK=block)
     assert out.tobytes() == (x + y).tobytes()
 
 
@@ -49,7 +49,10 @@ def scalar_args_kernel(out_ptr, a, b, c, flag, BLOCK: tl.constexpr):
 def test_scalar_argument_kinds() -> None:
     out = np.zeros(64, np.float32)
     program = run_kernel(scalar_args_kernel, (1,), out, 7, 2**40, 0.25, True, BLOCK=64)
-    assert [p.arg_cast for p in program.params[1:]] == ["int32", "int64", "float", "uint8"]
+    # one constant struct after the pointer: i64 first (8-byte aligned), then i32, fp32, i1
+    assert [(p.msl_type, p.buffer_index, p.offset) for p in program.params[1:]] == [
+        ("int", 1, 8), ("long", 1, 0), ("float", 1, 12), ("bool", 1, 16)]
+    assert program.args_size == 24 and program.arg_casts == {1: "uint8"}
     np.testing.assert_array_equal(out, np.float32(7 * 2 + 0.25) + np.arange(64, dtype=np.float32))
 
 

@@ -6,13 +6,13 @@ from pathlib import Path
 
 from msltrans.ir import PointerType, ScalarType, TensorType, read_module, read_ttgir_file, to_ttgir
 from tests.support.kernels import (
-    add_kernel,
     broadcast_add_kernel,
     loop_kernel,
     reduce_scan_while_kernel,
+    vadd_kernel,
 )
 
-ADD_SIG = {"x_ptr": "*fp32", "y_ptr": "*fp32", "output_ptr": "*fp32", "n_elements": "i32"}
+ADD_SIG = {"a_ptr": "*fp32", "b_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}
 
 
 def _ops(region) -> list:
@@ -20,12 +20,12 @@ def _ops(region) -> list:
 
 
 def test_vector_add_walk() -> None:
-    mod = read_module(to_ttgir(add_kernel, ADD_SIG, {"BLOCK_SIZE": 1024}, 4))
+    mod = read_module(to_ttgir(vadd_kernel, ADD_SIG, {"BLOCK": 1024}, 4))
     assert mod.num_warps == 4 and mod.threads_per_warp == 32
     assert mod.target == "metal:apple-m1"
     fn = mod.function()
-    assert fn.name == "add_kernel" and fn.public
-    assert [a.name for a in fn.args] == ["x_ptr", "y_ptr", "output_ptr", "n_elements"]
+    assert fn.name == "vadd_kernel" and fn.public
+    assert [a.name for a in fn.args] == ["a_ptr", "b_ptr", "out_ptr", "n"]
     assert fn.args[0].value.type == PointerType(ScalarType("f32"))
     names = [op.name for op in _ops(fn.body)]
     assert names[-1] == "tt.return"
@@ -34,7 +34,7 @@ def test_vector_add_walk() -> None:
     by_name = {op.name: op for op in _ops(fn.body)}
     rng = by_name["tt.make_range"]
     assert rng.attrs["start"] == 0 and rng.attrs["end"] == 1024
-    assert rng.results[0].name == "offsets"
+    assert rng.results[0].name == "idx"
     assert isinstance(rng.results[0].type, TensorType)
     assert rng.results[0].type.shape == (1024,)
     assert rng.results[0].type.encoding.startswith("#ttg.blocked<")
@@ -77,7 +77,7 @@ def test_loop_and_if_regions() -> None:
 
 
 def test_saved_ttgir_round_trip(tmp_path: Path) -> None:
-    live = to_ttgir(add_kernel, ADD_SIG, {"BLOCK_SIZE": 256}, 2)
+    live = to_ttgir(vadd_kernel, ADD_SIG, {"BLOCK": 256}, 2)
     path = tmp_path / "add.ttgir"
     path.write_text(live.str())
     a, b = read_module(live), read_ttgir_file(path)
@@ -108,7 +108,7 @@ def test_generic_form_ops_and_inlined_locations() -> None:
 
 
 def test_divisibility_reaches_the_arguments() -> None:
-    mod = read_module(to_ttgir(add_kernel, ADD_SIG, {"BLOCK_SIZE": 256}, 4,
-                               divisible_by_16=("x_ptr", "n_elements")))
+    mod = read_module(to_ttgir(vadd_kernel, ADD_SIG, {"BLOCK": 256}, 4,
+                               divisible_by_16=("a_ptr", "n")))
     div = {a.name: a.divisibility for a in mod.function().args}
-    assert div == {"x_ptr": 16, "y_ptr": None, "output_ptr": None, "n_elements": 16}
+    assert div == {"a_ptr": 16, "b_ptr": None, "out_ptr": None, "n": 16}

@@ -9,7 +9,8 @@ from benchmarks.codegen_stats import _tutorial, k_step_text, row
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.layout import LinearLayout, decode_layout
 from msltrans.lower import MslProgram
-from msltrans.lower.ops_dot import force_path, register_plan
+from msltrans.lower.dot.choose import force_path
+from msltrans.lower.dot.registers import register_plan
 from tests.e2e.dot_kernels import dot_acc_kernel, dot_strided_kernel, k_loop_variant_kernel
 from tests.e2e.dot_support import compile_with, dot_stats
 from tests.support.run_kernel import check_msl_compiles
@@ -33,8 +34,11 @@ def test_tutorial_fp16_k_step_structure() -> None:
     assert step.count("simdgroup_multiply_accumulate") == 1  # one site, inside MSL loops
     assert "sc[" not in step and "simdgroup_store" not in step
     assert "simdgroup_load(acc" not in step and "make_filled" not in step
-    # A and B only in the loop (8 KB); C's 16 KB once, after it.
-    assert program.shared_bytes == 16384
+    # A and B only in the loop, in tiles padded by 16 bytes a row (64 x 40 + 32 x 72 halves);
+    # C once after it (64 rows of 64 + 4 floats: 17 KB). Units are straight-line code.
+    assert program.shared_bytes == 64 * 68 * 4
+    assert stats["lda"] == "40" and stats["ldb"] == "72" and stats["slots"] == "1"
+    assert "for (uint u = msl_warp" not in program.source
     check_msl_compiles(program.source)
 
 
@@ -135,8 +139,8 @@ def test_fp16_accumulator_and_fallback_paths_are_not_resident() -> None:
 
 def test_resident_decision_inspects_the_ir() -> None:
     from msltrans.ir import read_module, to_ttgir
+    from msltrans.lower.dot.resident import resident_accumulators
     from msltrans.lower.emitter import Emitter
-    from msltrans.lower.ops_dot_resident import resident_accumulators
 
     def loops(mode: str) -> list[list[int]]:
         fn = read_module(to_ttgir(k_loop_variant_kernel, VARIANT_SIG, dict(

@@ -17,44 +17,45 @@ from msltrans.ir import read_module, to_ttgir
 from msltrans.ir.types import ScalarType
 from msltrans.lower import lower_module, lowers, msl_types, registry, supported_ops
 from msltrans.lower.values import float_literal, int_literal
-from tests.support.kernels import add_kernel
+from tests.support.kernels import vadd_kernel
 from tests.support.run_kernel import check_msl_compiles, compile_ttgir, dispatch, run_kernel
 from tests.support.ttgir_gen import elementwise_kernel_1d, write
 
-ADD_SIG = {"x_ptr": "*fp32", "y_ptr": "*fp32", "output_ptr": "*fp32", "n_elements": "i32"}
+ADD_SIG = {"a_ptr": "*fp32", "b_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}
 
 
 def _add_program(num_warps: int = 4, block: int = 1024):
-    return lower_module(read_module(to_ttgir(add_kernel, ADD_SIG, {"BLOCK_SIZE": block},
+    return lower_module(read_module(to_ttgir(vadd_kernel, ADD_SIG, {"BLOCK": block},
                                              num_warps)))
 
 
 def test_program_metadata() -> None:
     p = _add_program(num_warps=8)
-    assert p.kernel_name == "add_kernel"
+    assert p.kernel_name == "vadd_kernel"
     assert p.num_warps == 8 and p.threads_per_group == 256
     assert [(q.name, q.kind, q.triton_type, q.buffer_index) for q in p.params] == [
-        ("x_ptr", "pointer", "*fp32", 0), ("y_ptr", "pointer", "*fp32", 1),
-        ("output_ptr", "pointer", "*fp32", 2), ("n_elements", "scalar", "i32", 3)]
-    assert p.params[3].arg_cast == "int32" and p.arg_casts == {3: "int32"}
+        ("a_ptr", "pointer", "*fp32", 0), ("b_ptr", "pointer", "*fp32", 1),
+        ("out_ptr", "pointer", "*fp32", 2), ("n", "scalar", "i32", 3)]
+    # the scalar lives in the argument struct, bound after the pointers
+    assert p.params[3].offset == 0 and p.args_size == 4 and p.arg_casts == {3: "uint8"}
     assert p.shared_bytes == 0
     check_msl_compiles(p.source)
 
 
 def test_msl_is_annotated() -> None:
     src = _add_program().source
-    assert "Triton kernel `add_kernel` (kernels.py:" in src
+    assert "Triton kernel `vadd_kernel` (kernels.py:" in src
     assert "num_warps = 4 -> 128 threads" in src
     assert "#ttg.blocked<{sizePerThread = [1]" in src  # the layouts used
     assert re.search(r"// tt\.load  kernels\.py:\d+", src)
     assert re.search(r"// tt\.store  kernels\.py:\d+", src)
     # Names come from the Python variables Triton kept in locations.
-    for name in ("pid_0", "block_start_0", "offsets_0", "mask_1", "output_0"):
+    for name in ("prog_0", "first_0", "idx_0", "live_1", "total_0"):
         assert name in src
 
 
 def test_registry_miss_names_op_and_line(monkeypatch) -> None:  # noqa: ANN001
-    mod = read_module(to_ttgir(add_kernel, ADD_SIG, {"BLOCK_SIZE": 256}, 4))
+    mod = read_module(to_ttgir(vadd_kernel, ADD_SIG, {"BLOCK": 256}, 4))
     supported_ops()  # load every family first, then take one lowering away
     monkeypatch.delitem(registry._REGISTRY, "tt.make_range")
     with pytest.raises(MetalNonRecoverableError) as info:

@@ -1,6 +1,6 @@
-"""Acceptance: Triton tutorial 01 launched as `kernel[grid](...)` runs through the simulator.
+"""Acceptance: a vector add launched as `kernel[grid](...)` runs through the simulator.
 
-The kernel is unmodified; inputs are CPU tensors; the output bytes must equal numpy's x + y
+The kernel is plain Triton; inputs are CPU tensors; the output bytes must equal numpy's x + y
 (an fp32 add has one correctly rounded result, so the comparison is exact).
 """
 
@@ -14,7 +14,7 @@ import triton.language as tl
 from triton.runtime.driver import driver
 
 from msltrans.errors import MetalNonRecoverableError
-from tests.support.kernels import add_kernel, broadcast_add_kernel
+from tests.support.kernels import broadcast_add_kernel, vadd_kernel
 
 
 @pytest.fixture(autouse=True)
@@ -28,7 +28,7 @@ def sim_driver():
 def _add(x: torch.Tensor, y: torch.Tensor, block: int, num_warps: int = 4) -> torch.Tensor:
     out = torch.empty_like(x)
     n = out.numel()
-    add_kernel[(triton.cdiv(n, block),)](x, y, out, n, BLOCK_SIZE=block, num_warps=num_warps)
+    vadd_kernel[(triton.cdiv(n, block),)](x, y, out, n, BLOCK=block, num_warps=num_warps)
     return out
 
 
@@ -55,7 +55,7 @@ def test_vector_add_on_views_with_storage_offset():
 def test_masked_tail_is_not_written():
     x, y = torch.ones(100), torch.ones(100)
     out = torch.full((128,), -7.0)
-    add_kernel[(1,)](x, y, out, 100, BLOCK_SIZE=128)
+    vadd_kernel[(1,)](x, y, out, 100, BLOCK=128)
     assert torch.all(out[:100] == 2.0) and torch.all(out[100:] == -7.0)
 
 
@@ -79,7 +79,7 @@ def test_mps_tensor_argument_is_refused_on_sim():
 
     x = torch.ones(8)
     with pytest.raises(MetalNonRecoverableError, match="tensor on 'meta'") as info:
-        add_kernel[(1,)](x, FakeMps(), x, 8, BLOCK_SIZE=32)
+        vadd_kernel[(1,)](x, FakeMps(), x, 8, BLOCK=32)
     assert "move it with .to('cpu')" in str(info.value)
     # Triton's CUDA/AMD drivers raise ValueError for a pointer they cannot access: so does this
     assert isinstance(info.value, ValueError)
@@ -99,13 +99,13 @@ def test_kernel_dump_writes_the_real_msl(tmp_path, monkeypatch):
     monkeypatch.setenv("TRITON_DUMP_DIR", str(tmp_path))
     monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
-    for fn in (add_kernel,):
+    for fn in (vadd_kernel,):
         fn.device_caches.clear()
     x, y = torch.randn(50), torch.randn(50)
     out = _add(x, y, 64)
     assert torch.equal(out, x + y)
-    (msl,) = tmp_path.glob("*/add_kernel.msl")
-    assert "kernel void add_kernel(" in msl.read_text()
+    (msl,) = tmp_path.glob("*/vadd_kernel.msl")
+    assert "kernel void vadd_kernel(" in msl.read_text()
 
 
 @triton.jit
@@ -132,10 +132,10 @@ def test_float64_tensor_is_refused_not_misread(tmp_path, monkeypatch):
     # The warning comes from compilation: a kernel cached on disk or in memory by an earlier
     # run would launch without it, so this test compiles afresh.
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
-    add_kernel.device_caches.clear()
+    vadd_kernel.device_caches.clear()
     x = torch.arange(16, dtype=torch.float64)
     out = torch.zeros(16, dtype=torch.float64)
     with pytest.warns(UserWarning, match="fp64 downcast"), \
-            pytest.raises(MetalNonRecoverableError, match=r"float64 tensor(.|\n)*x_ptr\.float\(\)"):
-        add_kernel[(1,)](x, x, out, 16, BLOCK_SIZE=16)
+            pytest.raises(MetalNonRecoverableError, match=r"float64 tensor(.|\n)*a_ptr\.float\(\)"):
+        vadd_kernel[(1,)](x, x, out, 16, BLOCK=16)
     assert torch.equal(out, torch.zeros(16, dtype=torch.float64))

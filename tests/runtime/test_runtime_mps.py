@@ -58,24 +58,24 @@ def test_engine_compiles_once_and_dispatches_zero_copy():
 @needs_mps
 @pytest.mark.mps
 def test_vector_add_on_mps(mps_driver):
-    from tests.support.kernels import add_kernel
+    from tests.support.kernels import vadd_kernel
 
     for n, block in [(1, 128), (1000, 256), (98432, 1024)]:
         x = torch.rand(n, device="mps")
         y = torch.rand(n, device="mps")
         out = torch.empty_like(x)
-        add_kernel[(triton.cdiv(n, block),)](x, y, out, n, BLOCK_SIZE=block)
+        vadd_kernel[(triton.cdiv(n, block),)](x, y, out, n, BLOCK=block)
         assert out.cpu().numpy().tobytes() == (x.cpu().numpy() + y.cpu().numpy()).tobytes()
 
 
 @needs_mps
 @pytest.mark.mps
 def test_cpu_tensor_refused_on_mps(mps_driver):
-    from tests.support.kernels import add_kernel
+    from tests.support.kernels import vadd_kernel
 
     x = torch.rand(8)
     with pytest.raises(MetalNonRecoverableError, match="tensor on 'cpu'.*'mps'"):
-        add_kernel[(1,)](x, x, x, 8, BLOCK_SIZE=32)
+        vadd_kernel[(1,)](x, x, x, 8, BLOCK=32)
 
 
 @needs_mps

@@ -16,7 +16,7 @@ import triton.language as tl
 import msltrans.runtime.mps as mps
 import msltrans.sim
 from msltrans.errors import MetalNonRecoverableError
-from tests.support.kernels import add_kernel
+from tests.support.kernels import vadd_kernel
 from tests.support.run_kernel import compile_kernel
 
 
@@ -32,14 +32,14 @@ def test_mps_engine_compiles_loads_and_dispatches(engine: mps.MpsEngine) -> None
     x = torch.randn(n)
     y = torch.randn(n)
     out = torch.full((n,), float("nan"))
-    program = compile_kernel(add_kernel, (x.numpy(), y.numpy(), out.numpy(), n), 4,
-                             BLOCK_SIZE=block)
+    program = compile_kernel(vadd_kernel, (x.numpy(), y.numpy(), out.numpy(), n), 4,
+                             BLOCK=block)
     fn = engine.load(program.source, program.kernel_name)
     assert engine.load(program.source, program.kernel_name) is not None  # cached library
     assert engine.max_threads(fn) >= program.threads_per_group
     t = program.threads_per_group
     grid = (n + block - 1) // block
-    fn(x, y, out, n, threads=(grid * t, 1, 1), group_size=(t, 1, 1),
+    fn(*program.engine_args((x, y, out, n)), threads=(grid * t, 1, 1), group_size=(t, 1, 1),
        arg_casts=program.arg_casts)
     assert np.array_equal(out.numpy(), (x + y).numpy())
 
@@ -74,7 +74,7 @@ def test_ulong_minmax_needs_m2_or_later(engine: mps.MpsEngine, monkeypatch, devi
     else:
         with pytest.raises(MetalNonRecoverableError, match="from the M2 on"):
             engine.load(program.source, program.kernel_name)
-    plain = compile_kernel(add_kernel, (np.zeros(4, np.float32),) * 3 + (4,), 1, BLOCK_SIZE=32)
+    plain = compile_kernel(vadd_kernel, (np.zeros(4, np.float32),) * 3 + (4,), 1, BLOCK=32)
     assert engine.load(plain.source, plain.kernel_name) is not None  # no 64-bit max: any GPU
 
 

@@ -15,7 +15,7 @@ import triton
 import triton.language as tl
 from triton.runtime.driver import driver
 
-from tests.support.kernels import add_kernel
+from tests.support.kernels import vadd_kernel
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,7 +48,7 @@ def test_autotune_uses_the_metal_benchmarker():
 def test_triton_testing_do_bench_works():
     x, y = torch.randn(4096), torch.randn(4096)
     out = torch.empty(4096)
-    ms = triton.testing.do_bench(lambda: add_kernel[(4,)](x, y, out, 4096, BLOCK_SIZE=1024),
+    ms = triton.testing.do_bench(lambda: vadd_kernel[(4,)](x, y, out, 4096, BLOCK=1024),
                                  warmup=5, rep=20)
     assert 0 < ms < 1000
     assert torch.equal(out, x + y)
@@ -58,8 +58,8 @@ def test_compiled_ttgir_file_launches(tmp_path):
     ttgir = tmp_path / "add.ttgir"
     code = subprocess.run(
         [sys.executable, "-m", "msltrans.cli", "dump", str(ROOT / "tests/support/kernels.py"),
-         "--kernel", "add_kernel", "--stage", "ttgir", "--signature", "n_elements=i32",
-         "--constexpr", "BLOCK_SIZE=128"], capture_output=True, text=True, timeout=300)
+         "--kernel", "vadd_kernel", "--stage", "ttgir", "--signature", "n=i32",
+         "--constexpr", "BLOCK=128"], capture_output=True, text=True, timeout=300)
     assert code.returncode == 0, code.stderr
     ttgir.write_text(code.stdout)
     kernel = triton.compile(str(ttgir))

@@ -33,7 +33,8 @@ kernel void weak_cas(device atomic_uint* words [[buffer(0)]], device uint* fails
     fails[gid] = n;
 }
 
-// The same on threadgroup atomics, then strong CASes, which never fail spuriously.
+// The same on threadgroup atomics, then device updates without a CAS (Metal has no strong
+// compare-exchange), which are not counted.
 kernel void tg_and_strong(device uint* fails [[buffer(0)]], device uint* strong_fails [[buffer(1)]],
                           device atomic_uint* words [[buffer(2)]],
                           threadgroup atomic_uint* tg [[threadgroup(0)]],
@@ -53,9 +54,8 @@ kernel void tg_and_strong(device uint* fails [[buffer(0)]], device uint* strong_
             }
         }
         uint e2 = atomic_load_explicit(&words[gid], memory_order_relaxed);
-        if (!atomic_compare_exchange_strong_explicit(&words[gid], &e2, e2 + 1u,
-                                                     memory_order_relaxed, memory_order_relaxed))
-            s++;
+        atomic_store_explicit(&words[gid], e2 + 1u, memory_order_relaxed);
+        s += atomic_load_explicit(&words[gid], memory_order_relaxed) != e2 + 1u;
     }
     fails[gid] = n + 100u * (atomic_load_explicit(&tg[tid], memory_order_relaxed) != 8u);
     strong_fails[gid] = s;
@@ -119,7 +119,7 @@ def test_threadgroup_weak_cas_fails_and_strong_never(lib, monkeypatch: pytest.Mo
     fails, strong = np.zeros(threads, np.uint32), np.zeros(threads, np.uint32)
     words = np.zeros(threads, np.uint32)
     lib.tg_and_strong(fails, strong, words, threads=threads, group_size=32, threadgroup=[128])
-    # Strong CASes are not counted and never fail. Weak calls 2, 4, 6, ... fail, and each
+    # The plain device updates are not counted and never fail. Weak calls 2, 4, 6, ... fail, and each
     # failure is retried by an odd (succeeding) call: the very first step succeeds at once,
     # every later step fails once. No 100s: every threadgroup word reached 8.
     assert not strong.any() and (words == ATTEMPTS).all()
@@ -132,3 +132,16 @@ def test_invalid_values_refuse_the_launch(sim, lib, monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("MSLTRANS_SIM_CAS_SPURIOUS", value)
     with pytest.raises(sim.LaunchError, match="MSLTRANS_SIM_CAS_SPURIOUS must be 0 .*N >= 2"):
         _weak(lib, 32)
+
+
+def test_strong_compare_exchange_is_not_metal(sim) -> None:  # noqa: ANN001
+    src = """#include <metal_stdlib>
+using namespace metal;
+kernel void k(device atomic_uint* w [[buffer(0)]]) {
+    uint e = 0u;
+    atomic_compare_exchange_strong_explicit(w, &e, 1u, memory_order_relaxed,
+                                            memory_order_relaxed);
+}
+"""
+    with pytest.raises(sim.CompileError, match="no atomic_compare_exchange_strong_explicit"):
+        compile_shader(src)

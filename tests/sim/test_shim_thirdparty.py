@@ -1,5 +1,6 @@
-"""Real third-party MSL through the shim: PyTorch's c10/metal headers (shipped in the torch
-wheel) and a kernel from ATen's SortRadix.h, compiled unmodified."""
+"""Real third-party MSL through the shim: PyTorch's c10/metal headers and ATen's Metal sort
+kernels, read from the installed torch wheel at run time (none of their text is stored in this
+repository); each test skips, saying why, when the wheel does not ship the file it needs."""
 
 # ruff: noqa: E501 -- embedded MSL sources keep their own line structure
 
@@ -15,8 +16,8 @@ TORCH_INCLUDE = os.path.join(os.path.dirname(torch.__file__), "include")
 if not os.path.exists(os.path.join(TORCH_INCLUDE, "c10", "metal", "indexing.h")):
     pytest.skip("this torch wheel ships no c10/metal headers", allow_module_level=True)
 
-# Only the functor and the thin non-template kernels forwarding to PyTorch's own kernel
-# templates are ours; unary_dense, erf, max, log1p and AtomicType are PyTorch's code.
+# The functor and the thin kernels below are ours; they call unary_dense, erf, max, log1p and
+# AtomicType from the wheel's c10/metal headers.
 C10_SOURCE = """
 #include <c10/metal/indexing.h>
 #include <c10/metal/atomic.h>
@@ -93,11 +94,11 @@ using namespace metal;
 def _radix_scan_text() -> str:
     path = os.path.join(TORCH_INCLUDE, "ATen", "native", "mps", "kernels", "SortRadix.h")
     if not os.path.exists(path):
-        pytest.skip("this torch wheel ships no SortRadix.h")
+        pytest.skip(f"this torch wheel ships no {path}")
     text = open(path).read()
     start, end = "constant constexpr int SCAN_TPTG", "// Must match host kMaxFusedBlocks"
     if start not in text or end not in text:
-        pytest.skip("SortRadix.h changed shape")
+        pytest.skip(f"{path} no longer has the radix_scan kernel between {start!r} and {end!r}")
     return text[text.index(start) : text.index(end)]
 
 
@@ -112,8 +113,9 @@ def _check_radix_scan(lib):
 
 
 def test_aten_radix_scan_kernel_text():
-    """ATen's radix_scan kernel, its text taken verbatim from the shipped header (threadgroup
-    array, simd_prefix_exclusive_sum, simd_sum, barriers, 1024-thread groups)."""
+    """ATen's radix_scan kernel, cut at run time out of the wheel's SortRadix.h and compiled
+    on its own (threadgroup array, simd_prefix_exclusive_sum, simd_sum, barriers, 1024-thread
+    groups)."""
     import msltrans.sim as sim
 
     src = "#include <metal_stdlib>\nusing namespace metal;\n" + _radix_scan_text()

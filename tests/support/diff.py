@@ -93,3 +93,16 @@ def assert_same_bits(got: np.ndarray, want: np.ndarray, dtype: str, what: str = 
         idx = np.flatnonzero(bad)[:10]
         raise AssertionError(f"{what}: {bad.sum()} of {bad.size} differ; first at {idx.tolist()}"
                              f": got {got.ravel()[idx].tolist()} want {want.ravel()[idx].tolist()}")
+
+
+_APPLE_NAN = {np.dtype(np.float32): np.uint32(0x7FC00000), np.dtype(np.float16): np.uint16(0x7E00)}
+
+
+def apple_nan(x: np.ndarray) -> np.ndarray:
+    """`x` with every NaN made Apple's canonical one (positive quiet, payload 0): what float
+    arithmetic gives on Apple GPUs and the simulator (msltrans/sim/nan_canon.py), where
+    numpy on x86 gives 0xFFC00000 for 0/0 and passes NaN operands through."""
+    x = np.array(x)
+    bits = x.view(f"uint{x.itemsize * 8}")
+    bits[np.isnan(x)] = _APPLE_NAN[x.dtype]
+    return x

@@ -1,20 +1,21 @@
-"""Unmodified Triton kernels shared by the ir / lower / e2e tests."""
+"""@triton.jit kernels shared by the ir / lower / e2e / runtime tests."""
 
 import triton
 import triton.language as tl
 
 
 @triton.jit
-def add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
-    # Triton tutorial 01, verbatim.
-    pid = tl.program_id(axis=0)
-    block_start = pid * BLOCK_SIZE
-    offsets = block_start + tl.arange(0, BLOCK_SIZE)
-    mask = offsets < n_elements
-    x = tl.load(x_ptr + offsets, mask=mask)
-    y = tl.load(y_ptr + offsets, mask=mask)
-    output = x + y
-    tl.store(output_ptr + offsets, output, mask=mask)
+def vadd_kernel(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # out = a + b over n elements, one BLOCK-wide slice per program; the slice that runs past
+    # n is masked (its loads read nothing, its store writes nothing).
+    prog = tl.program_id(axis=0)
+    first = prog * BLOCK
+    idx = first + tl.arange(0, BLOCK)
+    live = idx < n
+    a = tl.load(a_ptr + idx, mask=live)
+    b = tl.load(b_ptr + idx, mask=live)
+    total = a + b
+    tl.store(out_ptr + idx, total, mask=live)
 
 
 @triton.jit

@@ -45,9 +45,24 @@ def signature_of(fn: Any, args: tuple, constexprs: dict) -> dict[str, str]:
     return sig
 
 
+def divisible_by_16(fn: Any, args: tuple, constexprs: dict) -> tuple[str, ...]:
+    """The arguments Triton's launcher would specialise as multiples of 16: arrays whose
+    address is, and integers that are (as `tt.divisibility = 16`)."""
+    names = [n for n in fn.arg_names if n not in constexprs]
+    out = []
+    for name, a in zip(names, args, strict=True):
+        if isinstance(a, np.ndarray) and a.ctypes.data % 16 == 0:
+            out.append(name)
+        elif isinstance(a, int) and not isinstance(a, bool) and a % 16 == 0:
+            out.append(name)
+    return tuple(out)
+
+
 def compile_kernel(fn: Any, args: tuple, num_warps: int = 4, **constexprs: Any) -> MslProgram:
     sig = signature_of(fn, args, constexprs)
-    return lower_module(read_module(to_ttgir(fn, sig, constexprs, num_warps)))
+    div = divisible_by_16(fn, args, constexprs)
+    return lower_module(read_module(to_ttgir(fn, sig, constexprs, num_warps,
+                                             divisible_by_16=div)))
 
 
 def compile_ttgir(path: str | Path) -> MslProgram:
@@ -76,9 +91,11 @@ def _check_msl_compiles(source: str) -> None:
                      r"threadgroup \1* \2 = (threadgroup \1*)0;", source)
     with tempfile.NamedTemporaryFile("w", suffix=".metal", delete=False) as f:
         f.write(checked)
-    cmd = [clang, "-x", "clcpp", "-cl-std=clc++2021", "-cl-no-stdinc", "-Xclang",
-           "-cl-ext=-cl_khr_fp64,-__opencl_c_fp64", "-Wno-unknown-attributes",
-           "-Wno-ignored-attributes", "-I", str(SIM_INCLUDE), "-fsyntax-only", f.name]
+    from msltrans import msl_version
+    from msltrans.sim.compiler import language_flags
+
+    cmd = [clang, *language_flags(msl_version.target()), "-I", str(SIM_INCLUDE),
+           "-fsyntax-only", f.name]
     res = subprocess.run(cmd, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[:4000] + "\n--- MSL ---\n" + source
 
@@ -97,7 +114,8 @@ def dispatch(program: MslProgram, grid: tuple[int, ...], args: tuple) -> None:
     t = program.threads_per_group
     lib = sim.compile_shader(program.source)
     kernel = getattr(lib, program.kernel_name)
-    kernel(*args, threads=(gx * t, gy, gz), group_size=(t, 1, 1), arg_casts=program.arg_casts)
+    kernel(*program.engine_args(args), threads=(gx * t, gy, gz), group_size=(t, 1, 1),
+           arg_casts=program.arg_casts, buffer_alignment=dict(program.buffer_alignment))
 
 
 def run_kernel(fn: Any, grid: tuple[int, ...], *args: Any, num_warps: int = 4,

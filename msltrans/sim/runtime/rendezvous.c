@@ -14,6 +14,7 @@ static const char *kind_name(unsigned kind) {
     case MSL_SIM_KIND_SIMDGROUP_BARRIER: return "simdgroup_barrier";
     case MSL_SIM_KIND_SIMD_OP: return "SIMD-group op";
     case MSL_SIM_KIND_SIMD_MATRIX: return "simdgroup_matrix op";
+    case MSL_SIM_KIND_CODEGEN_CHECK: return "msltrans codegen check";
     default: return "rendezvous";
     }
 }

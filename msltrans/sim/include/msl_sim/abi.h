@@ -26,6 +26,7 @@ typedef struct msl_sim_site {
 #define MSL_SIM_KIND_SIMDGROUP_BARRIER   2u
 #define MSL_SIM_KIND_SIMD_OP             3u   /* simd_sum, simd_shuffle, ... */
 #define MSL_SIM_KIND_SIMD_MATRIX         4u   /* simdgroup_multiply_accumulate, ... */
+#define MSL_SIM_KIND_CODEGEN_CHECK       5u   /* msl_assume_run / msl_assume_uniform */
 
 /* Built-in kernel inputs of the calling thread ([[thread_position_in_grid]] etc.). */
 typedef struct msl_sim_thread {

@@ -1,8 +1,9 @@
 // metal_atomic: atomic<T> in device and threadgroup memory. Fibers run on one OS thread and
-// switch only at barriers/SIMD ops, so a plain read-modify-write is atomic; every memory
-// order is accepted and behaves as seq_cst. Weak compare-exchange fails only on a mismatch,
+// switch only at barriers/SIMD ops, so a plain read-modify-write is atomic. Metal's atomic
+// functions take memory_order_relaxed only (MSL §6.15.4); any other order fails the dispatch.
+// Weak compare-exchange fails only on a mismatch,
 // unless MSLTRANS_SIM_CAS_SPURIOUS=N (read by the runtime at each dispatch) makes every Nth
-// call of the dispatch fail spuriously; strong compare-exchange never fails spuriously.
+// call of the dispatch fail spuriously. Metal has no strong compare-exchange.
 // What Metal lacks fails to compile (MSL specification, sections 2.6 and 6.15.4): any
 // operation on atomic_ulong but the void atomic_max/min_explicit on device memory (6.15.4.6,
 // MSL 2.4 and later, so atomic_ulong itself needs __METAL_VERSION__ >= 240); atomic_float
@@ -33,26 +34,38 @@ typedef atomic<ulong> __msl_atomic_ulong;
 
 namespace __detail {
 template <class T> constexpr bool is_int32 = is_same<T, int>::value || is_same<T, uint>::value;
+[[noreturn]] inline void non_relaxed_order() {
+    msl_sim_site s = site(__builtin_FILE(), __builtin_LINE(), 0, 0);
+    fail(s, "a Metal atomic function was given a memory order other than memory_order_relaxed, "
+            "the only one MSL 6.15.4 allows");
+}
+inline void relaxed_only(memory_order order) {
+    if (order != memory_order_relaxed) non_relaxed_order();
+}
 }
 #define MSL_SIM_NO64(T, what) static_assert(sizeof(T) == 4 || is_same<T, bool>::value, \
     what " on a 64-bit atomic: Metal has no 64-bit atomic " what \
     " (atomic_ulong has only the void atomic_max/min_explicit, MSL 6.15.4.6)")
 
 #define MSL_SIM_ATOMICS(AS)                                                                                    \
-    template <class T> inline T atomic_load_explicit(const volatile AS atomic<T> *o, memory_order) {        \
+    template <class T> inline T atomic_load_explicit(const volatile AS atomic<T> *o, memory_order __mo) {        \
+        __detail::relaxed_only(__mo);                                                                        \
         MSL_SIM_NO64(T, "load");                                                                             \
         return o->__v;                                                                                       \
     }                                                                                                        \
-    template <class T> inline void atomic_store_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order) { \
+    template <class T> inline void atomic_store_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) { \
+        __detail::relaxed_only(__mo);                                                                        \
         MSL_SIM_NO64(T, "store");                                                                            \
         o->__v = v;                                                                                          \
     }                                                                                                        \
-    template <class T> inline T atomic_exchange_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order) { \
+    template <class T> inline T atomic_exchange_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) { \
+        __detail::relaxed_only(__mo);                                                                        \
         MSL_SIM_NO64(T, "exchange");                                                                         \
         T old = o->__v; o->__v = v; return old;                                                             \
     }                                                                                                        \
     template <class T> inline bool atomic_compare_exchange_weak_explicit(volatile AS atomic<T> *o, thread typename atomic<T>::value_type *expected, \
-            typename atomic<T>::value_type desired, memory_order, memory_order) {                           \
+            typename atomic<T>::value_type desired, memory_order __mo, memory_order __mf) {                           \
+        __detail::relaxed_only(__mo); __detail::relaxed_only(__mf);                                          \
         MSL_SIM_NO64(T, "compare_exchange");                                                                 \
         T cur = o->__v;                                                                                      \
         /* A spurious failure writes nothing and reports the current value, as a mismatch does. */          \
@@ -63,15 +76,14 @@ template <class T> constexpr bool is_int32 = is_same<T, int>::value || is_same<T
         *expected = cur;                                                                                     \
         return false;                                                                                        \
     }                                                                                                        \
+    /* MSL 6.15.4.4 lists only the weak form: the strong one is a compile error here. */          \
     template <class T> inline bool atomic_compare_exchange_strong_explicit(volatile AS atomic<T> *o, thread typename atomic<T>::value_type *expected, \
-            typename atomic<T>::value_type desired, memory_order, memory_order) {                           \
-        MSL_SIM_NO64(T, "compare_exchange");                                                                 \
-        T cur = o->__v;                                                                                      \
-        if (__builtin_memcmp(&cur, expected, sizeof(T)) == 0) { o->__v = desired; return true; }            \
-        *expected = cur;                                                                                     \
+            typename atomic<T>::value_type desired, memory_order __mo, memory_order __mf) {                           \
+        static_assert(sizeof(T) == 0, "Metal has no atomic_compare_exchange_strong_explicit (MSL 6.15.4.4): loop on the weak form"); \
         return false;                                                                                        \
     }                                                                                                        \
-    template <class T> inline T atomic_fetch_add_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order) { \
+    template <class T> inline T atomic_fetch_add_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) { \
+        __detail::relaxed_only(__mo);                                                                        \
         MSL_SIM_NO64(T, "add");                                                                              \
         static_assert(!is_same<T, bool>::value, "atomic_bool has no fetch_add");                             \
         T old = o->__v;                                                                                      \
@@ -79,7 +91,8 @@ template <class T> constexpr bool is_int32 = is_same<T, int>::value || is_same<T
         else o->__v = (T)((uint)old + (uint)v);                                                              \
         return old;                                                                                          \
     }                                                                                                        \
-    template <class T> inline T atomic_fetch_sub_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order) { \
+    template <class T> inline T atomic_fetch_sub_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) { \
+        __detail::relaxed_only(__mo);                                                                        \
         MSL_SIM_NO64(T, "sub");                                                                              \
         static_assert(!is_same<T, bool>::value, "atomic_bool has no fetch_sub");                             \
         T old = o->__v;                                                                                      \
@@ -94,13 +107,15 @@ template <class T> constexpr bool is_int32 = is_same<T, int>::value || is_same<T
     MSL_SIM_ATOMIC_MINMAX(AS, max, >)
 
 #define MSL_SIM_ATOMIC_BITOP(AS, name, op)                                                                     \
-    template <class T> inline T atomic_fetch_##name##_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order) { \
+    template <class T> inline T atomic_fetch_##name##_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) { \
+        __detail::relaxed_only(__mo);                                                                        \
         MSL_SIM_NO64(T, #name);                                                                              \
         static_assert(__detail::is_int32<T>, "atomic_fetch_" #name "_explicit needs atomic_int or atomic_uint"); \
         T old = o->__v; o->__v = old op v; return old;                                                       \
     }
 #define MSL_SIM_ATOMIC_MINMAX(AS, name, cmp)                                                                   \
-    template <class T> inline T atomic_fetch_##name##_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order) { \
+    template <class T> inline T atomic_fetch_##name##_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) { \
+        __detail::relaxed_only(__mo);                                                                        \
         static_assert(__detail::is_int32<T>, "atomic_fetch_" #name "_explicit needs atomic_int or atomic_uint" \
                       " (atomic_ulong has only the void atomic_" #name "_explicit, MSL 6.15.4.6)");          \
         T old = o->__v; if (v cmp old) o->__v = v; return old;                                               \
@@ -114,7 +129,8 @@ MSL_SIM_ATOMICS(__local)
 // order only; Apple silicon (GPU families: the Metal Feature Set Tables), MSL 2.4 and later.
 // No threadgroup overloads: Metal has none.
 #define MSL_SIM_ATOMIC_ULONG_MINMAX(name, cmp)                                                                 \
-    inline void atomic_##name##_explicit(volatile __global atomic<ulong> *o, ulong v, memory_order) {      \
+    inline void atomic_##name##_explicit(volatile __global atomic<ulong> *o, ulong v, memory_order __mo) { \
+        __detail::relaxed_only(__mo);                                                                        \
         if (v cmp o->__v) o->__v = v;                                                                        \
     }
 MSL_SIM_ATOMIC_ULONG_MINMAX(min, <)

@@ -11,8 +11,16 @@ namespace metal {
 enum class mem_flags : uint { mem_none = 0, mem_device = 1, mem_threadgroup = 2, mem_texture = 4, mem_threadgroup_imageblock = 8, mem_object_data = 16 };
 constexpr mem_flags operator|(mem_flags a, mem_flags b) { return (mem_flags)((uint)a | (uint)b); }
 constexpr mem_flags operator&(mem_flags a, mem_flags b) { return (mem_flags)((uint)a & (uint)b); }
-enum memory_order : uint { memory_order_relaxed, memory_order_acquire = 2, memory_order_release, memory_order_acq_rel, memory_order_seq_cst };
+// MSL §6.15.1: memory_order_relaxed is the only order of atomic functions; seq_cst exists
+// for atomic_thread_fence (Metal 3.2). There is no acquire/release/acq_rel.
+#if MSL_SIM_HAS_memory_order_seq_cst
+enum memory_order : uint { memory_order_relaxed = 0, memory_order_seq_cst = 5 };
+#else
+enum memory_order : uint { memory_order_relaxed = 0 };
+#endif
+#if MSL_SIM_HAS_thread_scope
 enum thread_scope : uint { thread_scope_thread, thread_scope_simdgroup, thread_scope_threadgroup, thread_scope_device };
+#endif
 
 namespace __detail {
 // Call site of a rendezvous: __builtin_FILE() is a __constant char* in OpenCL mode; the ABI
@@ -41,6 +49,8 @@ inline void simdgroup_barrier(mem_flags f, MSL_SIM_SITE_ARGS) {
     msl_sim_site s = MSL_SIM_SITE(MSL_SIM_KIND_SIMDGROUP_BARRIER);
     msl_sim_simdgroup_barrier(&s, (uint)f);
 }
+#if MSL_SIM_HAS_atomic_thread_fence
 inline void atomic_thread_fence(mem_flags, memory_order, thread_scope = thread_scope_device) {}
+#endif
 }  // namespace metal
 #endif

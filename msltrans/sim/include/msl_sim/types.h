@@ -22,9 +22,9 @@
 #ifndef __METAL__
 #define __METAL__ 1
 #endif
-#ifndef __METAL_VERSION__
-#define __METAL_VERSION__ 320   // MSL 3.2: bfloat (3.1), atomic_thread_fence with scopes (3.2)
-#endif
+// __METAL_VERSION__ comes from the compile (msltrans/msl_version.py); features.h says what
+// each version offers.
+#include "features.h"
 #define __HAVE_BFLOAT__ 1
 #define __HAVE_SIMDGROUP_MATRIX__ 1
 

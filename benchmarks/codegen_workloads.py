@@ -1,0 +1,110 @@
+"""Table 1 of codegen_stats.py: the tutorial-shaped workloads, compiled as a launch would.
+
+Each row compiles one kernel with a real launch's specialisation and measures the emitted
+MSL (see codegen_stats.py for the columns). `BASELINE` holds the committed figures; `check`
+names every figure that got worse.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchmarks.proxy import kernels as K
+from benchmarks.proxy.specialise import Arg, compile_specialised
+from benchmarks.sim_stack import stack_facts
+from msltrans.lower import MslProgram
+
+BASELINE = Path(__file__).with_name("codegen_baseline.json")
+P32, P16 = Arg("*fp32"), Arg("*fp16")
+_MEM_RE = re.compile(r"// msltrans-mem: (\w+) elements=(\d+) width=(\d+) bytes=(\d+) "
+                     r"accesses=(\d+)")
+
+
+def _i(v: int) -> Arg:
+    return Arg("i32", v)
+
+
+def _matmul(dtype: Arg, bm: int, bn: int, bk: int, warps: int) -> Callable[[], MslProgram]:
+    args = dict(a_ptr=dtype, b_ptr=dtype, c_ptr=P32, M=_i(4096), N=_i(4096), K=_i(4096),
+                s_am=_i(4096), s_ak=_i(1), s_bk=_i(4096), s_bn=_i(1), s_cm=_i(4096),
+                s_cn=_i(1))
+    return lambda: compile_specialised(K.tiled_matmul, args, dict(BM=bm, BN=bn, BK=bk, GROUP=8),
+                                       warps)
+
+
+def _layer_norm(dtype: Arg) -> Callable[[], MslProgram]:
+    args = dict(x_ptr=dtype, y_ptr=dtype, w_ptr=dtype, b_ptr=dtype, mean_ptr=P32, rstd_ptr=P32,
+                stride=_i(4096), cols=_i(4096), eps=Arg("fp32", 1e-5))
+    return lambda: compile_specialised(K.layer_norm_rows, args, dict(BLOCK=1024), 8)
+
+
+WORKLOADS: list[tuple[str, Callable[[], MslProgram]]] = [
+    ("01 vector add fp32 w4", lambda: compile_specialised(
+        K.vadd, dict(a_ptr=P32, b_ptr=P32, out_ptr=P32, n=_i(1 << 20)), dict(BLOCK=1024), 4)),
+    ("02 softmax fp32 4096 w8", lambda: compile_specialised(
+        K.row_softmax, dict(out_ptr=P32, in_ptr=P32, in_stride=_i(4096), out_stride=_i(4096),
+                            rows=_i(4096), cols=_i(4096)), dict(BLOCK=4096), 8)),
+    ("03 matmul fp16 64x64x32 w4", _matmul(P16, 64, 64, 32, 4)),
+    ("03 matmul fp32 64x64x32 w4", _matmul(P32, 64, 64, 32, 4)),
+    ("03 matmul fp16 128x64x32 w4", _matmul(P16, 128, 64, 32, 4)),
+    ("03 matmul fp16 128x128x32 w8", _matmul(P16, 128, 128, 32, 8)),
+    ("05 layer norm fwd fp16 w8", _layer_norm(P16)),
+    ("05 layer norm fwd fp32 w8", _layer_norm(P32)),
+    ("row sum fp32 4x1024 w4", lambda: compile_specialised(
+        K.row_sums, dict(x_ptr=P32, out_ptr=P32, stride=_i(4096), cols=_i(4096)),
+        dict(ROWS=4, BLOCK=1024), 4)),
+]
+
+
+def measure(program: MslProgram, loop_text: Callable[[str], str],
+            register_words: Callable[[str], int]) -> dict[str, Any]:
+    src = program.source
+    body = src[src.index("kernel void"):]
+    total = vec = accesses = 0
+    for m in _MEM_RE.finditer(src):
+        elements, width, n = int(m.group(2)), int(m.group(3)), int(m.group(5))
+        total += elements
+        vec += elements if width > 1 else 0
+        accesses += n
+    stack = stack_facts(src, program.kernel_name)
+    return {
+        "vec%": round(100 * vec / total) if total else 100,
+        "acc/thr": accesses,
+        "regs/thr": register_words(body),
+        "stack": stack["array_bytes"],
+        "frame": stack["frame_bytes"],
+        "bar/iter": loop_text(src).count("threadgroup_barrier("),
+        "tg bytes": program.shared_bytes,
+    }
+
+
+# Figures that must not get worse, and which direction is worse.
+CHECKED = {"vec%": "lower", "acc/thr": "higher", "stack": "higher", "bar/iter": "higher",
+           "tg bytes": "higher"}
+
+
+def check(rows: dict[str, dict[str, Any]], baseline: dict[str, dict[str, Any]]) -> list[str]:
+    bad = []
+    for name, want in baseline.items():
+        got = rows.get(name)
+        if got is None:
+            bad.append(f"{name}: no longer measured")
+            continue
+        for key, worse in CHECKED.items():
+            g, w = got[key], want[key]
+            if (worse == "lower" and g < w) or (worse == "higher" and g > w):
+                bad.append(f"{name}: {key} {w} -> {g}")
+    return bad
+
+
+def load_baseline() -> dict[str, dict[str, Any]]:
+    return json.loads(BASELINE.read_text()) if BASELINE.exists() else {}
+
+
+def write_baseline(rows: dict[str, dict[str, Any]]) -> None:
+    keep = {name: {k: r[k] for k in CHECKED} for name, r in rows.items()}
+    BASELINE.write_text(json.dumps(keep, indent=1, sort_keys=True) + "\n")

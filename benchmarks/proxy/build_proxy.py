@@ -1,0 +1,155 @@
+"""Build everything the GPU proxy run needs, here (no GPU): MSL, CUDA, cubins, check data.
+
+    python -m benchmarks.proxy.build_proxy --out build/proxy [--cases matmul softmax]
+
+For every case of cases.py: msltrans compiles the Triton kernel with a real launch's
+specialisation (the same MSL at the check and the time size, asserted), the simulator runs
+it (and the hand-written reference) at the check size and records inputs and outputs, both
+MSL sources are mapped to CUDA (msl_to_cuda.py) and built with nvcc for sm_90a, with and
+without the MMA stand-in where the kernel has simdgroup matrices. `manifest.json` says what
+run_gpu.py launches; the static facts (registers, stack, SASS mix) are printed and saved.
+Then, on the lent H200 (see benchmarks/README.md):
+
+    python benchmarks/proxy/run_gpu.py build/proxy
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.proxy import kernels  # noqa: E402
+from benchmarks.proxy.cases import CASES, Case, Hand, Size, make_inputs  # noqa: E402
+from benchmarks.proxy.cuda_build import build  # noqa: E402
+from benchmarks.proxy.msl_to_cuda import map_msl  # noqa: E402
+from benchmarks.proxy.specialise import Arg, compile_specialised  # noqa: E402
+
+REFERENCE_DIR = Path(__file__).with_name("reference")
+STANDIN = "MSL_PROXY_MMA_STANDIN"
+SEED = 1234
+
+
+def _program(case: Case, size: Size) -> Any:
+    launch = size.launch
+    args = {n: Arg(t, launch.args[n]) for n, t in launch.types.items()}
+    return compile_specialised(getattr(kernels, case.kernel), args, launch.constexprs,
+                               launch.num_warps)
+
+
+def _hand_source(hand: Hand) -> str:
+    defines = "".join(f"#define {k} {v}\n" for k, v in hand.defines.items())
+    return defines + (REFERENCE_DIR / hand.file).read_text()
+
+
+def _run_sim_program(program: Any, size: Size, data: dict[str, np.ndarray]) -> None:
+    from msltrans import sim
+
+    lib = sim.compile_shader(program.source)
+    args = []
+    for p in program.params:
+        v = size.launch.args[p.name]
+        args.append(data[v] if isinstance(v, str) else v)
+    gx, gy, gz = size.launch.grid
+    t = program.threads_per_group
+    kernel = getattr(lib, program.kernel_name)
+    kernel(*program.engine_args(args), threads=(gx * t, gy, gz), group_size=(t, 1, 1),
+           arg_casts=program.arg_casts, buffer_alignment=dict(program.buffer_alignment))
+
+
+def _run_sim_hand(hand: Hand, data: dict[str, np.ndarray]) -> None:
+    from msltrans import sim
+
+    lib = sim.compile_shader(_hand_source(hand), name=hand.file)
+    args, casts = [], {}
+    for i, a in enumerate(hand.args):
+        if isinstance(a, str):
+            args.append(data[a])
+        else:
+            casts[i] = {"i32": "int32", "fp32": "float"}[a[0]]
+            args.append(a[1])
+    gx, gy, gz = hand.grid
+    getattr(lib, hand.kernel)(*args, threads=(gx * hand.threads, gy, gz),
+                              group_size=(hand.threads, 1, 1), arg_casts=casts)
+
+
+def _params(program: Any) -> list[dict[str, Any]]:
+    return [{"name": p.name, "kind": p.kind, "type": p.triton_type} for p in program.params]
+
+
+def build_case(case: Case, out: Path, index: int) -> dict[str, Any]:
+    tag = f"c{index}"
+    program = _program(case, case.time)
+    check_program = _program(case, case.check)
+    if check_program.source != program.source:
+        raise SystemExit(f"{case.name}: the check size compiles to different MSL than the time "
+                         "size; pick check sizes with the same divisibility")
+    (out / f"{tag}.metal").write_text(program.source)
+    data = make_inputs(case.check, SEED)
+    inputs = {k: v.copy() for k, v in data.items()}
+    _run_sim_program(program, case.check, data)
+    saved = {f"in_{k}": v for k, v in inputs.items()}
+    saved.update({f"msl_{k}": data[k] for k in case.check.outputs})
+    entry: dict[str, Any] = {"name": case.name, "check": f"{tag}.npz", "variants": {}}
+    has_mma = "simdgroup_multiply_accumulate" in program.source
+    mapped = map_msl(program.source)
+    for standin in ((False, True) if has_mma else (False,)):
+        name = f"{tag}_msltrans" + ("_standin" if standin else "")
+        b = build(mapped.cuda, name, out, (STANDIN,) if standin else ())
+        entry["variants"]["msltrans" + (" (MMA stand-in)" if standin else "")] = {
+            "cubin": b.cubin.name, "kernel": mapped.kernel, "threads": mapped.threads,
+            "params": _params(program), "static": _static(b)}
+    hand = case.check.hand
+    if hand is not None:
+        hdata = {k: v.copy() for k, v in inputs.items()}
+        _run_sim_hand(hand, hdata)
+        saved.update({f"hand_{k}": hdata[k] for k in case.check.outputs})
+        hsrc = _hand_source(case.time.hand)
+        hmapped = map_msl(hsrc, threads=hand.threads)
+        for standin in ((False, True) if "simdgroup_multiply_accumulate" in hsrc else (False,)):
+            name = f"{tag}_hand" + ("_standin" if standin else "")
+            b = build(hmapped.cuda, name, out, (STANDIN,) if standin else ())
+            entry["variants"]["hand MSL" + (" (MMA stand-in)" if standin else "")] = {
+                "cubin": b.cubin.name, "kernel": hmapped.kernel, "threads": hand.threads,
+                "static": _static(b)}
+    np.savez_compressed(out / f"{tag}.npz", **saved)
+    return entry
+
+
+def _static(b: Any) -> dict[str, Any]:
+    return {"registers": b.registers, "stack": b.stack, "spills": b.spill_stores,
+            "shared": b.shared, "sass": b.sass}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default="build/proxy")
+    ap.add_argument("--cases", nargs="*", help="substrings of case names (default: all)")
+    a = ap.parse_args()
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = []
+    for i, case in enumerate(CASES):
+        if a.cases and not any(s in case.name for s in a.cases):
+            continue
+        entry = build_case(case, out, i)
+        entry["index"] = i
+        manifest.append(entry)
+        for variant, v in entry["variants"].items():
+            s = v["static"]
+            mix = " ".join(f"{k}={n}" for k, n in s["sass"].items() if n)
+            print(f"{case.name:40s} {variant:26s} regs={s['registers']:3d} "
+                  f"stack={s['stack']:3d} {mix}")
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,212 @@
+"""The GPU proxy's cases: what runs, on which inputs, against which references.
+
+Plain data plus torch: this module runs both here (build_proxy.py compiles the msltrans side
+and records the simulator's outputs) and on the lent GPU (run_gpu.py times everything), where
+msltrans itself cannot be imported (Triton 3.6 there). Every case names
+
+- the Triton kernel (benchmarks/proxy/kernels.py) with its launch (grid, constexprs, warps):
+  compiled by msltrans here, by Triton's CUDA backend there;
+- optionally a hand-written MSL reference (benchmarks/proxy/reference/*.metal) with its own
+  launch, pushed through the same MSL → CUDA mapping;
+- the inputs (seeded), the outputs, a float64 reference and the bytes / flops one run moves,
+  at a `check` size (run on the simulator too, bits compared) and a `time` size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+# numpy dtype names of the Triton pointer types the cases use
+NP = {"*fp32": np.float32, "*fp16": np.float16, "*i32": np.int32}
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A kernel launch: arguments by name (tensor names or scalars), grid and constexprs."""
+
+    grid: tuple[int, int, int]
+    args: dict[str, Any]  # name -> tensor name (str) or a Python number
+    types: dict[str, str]  # name -> Triton type ("*fp32", "i32", "fp32")
+    constexprs: dict[str, Any] = field(default_factory=dict)
+    num_warps: int = 4
+
+
+@dataclass(frozen=True)
+class Hand:
+    """A hand-written MSL reference: file, defines, threads per group, launch. `exact`:
+    its GPU output must equal the simulator's bit for bit (False where it uses simd_sum,
+    whose order differs between the simulator and the CUDA emulation)."""
+
+    file: str
+    kernel: str
+    threads: int
+    defines: dict[str, str]
+    grid: tuple[int, int, int]
+    args: list[Any]  # buffer order: tensor names or ("i32"|"fp32", value)
+    exact: bool = True
+
+
+@dataclass(frozen=True)
+class Size:
+    inputs: dict[str, tuple[str, tuple[int, ...]]]  # name -> (Triton type, shape)
+    outputs: tuple[str, ...]
+    launch: Launch
+    hand: Hand | None
+    work: float  # bytes moved (memory-bound) or flops (matmul) per run
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    kernel: str  # function name in kernels.py
+    metric: str  # "GB/s" | "TFLOP/s"
+    check: Size
+    time: Size
+    exact: bool  # simulator and GPU outputs must be bit-identical (False where fast::
+    # sqrt/divide or exp run: the simulator computes them exactly, CUDA approximately)
+    reference: Callable[[dict[str, Any]], dict[str, Any]]  # float64 results (torch)
+    rtol: float
+    goal: str  # what the issue asks of this row
+
+
+def _bytes(*sizes: tuple[int, int]) -> float:
+    return float(sum(n * b for n, b in sizes))
+
+
+# ---- inputs and references -------------------------------------------------------------
+def make_inputs(size: Size, seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name, (ty, shape) in size.inputs.items():
+        dt = NP[ty]
+        if name in size.outputs:
+            out[name] = np.full(shape, np.nan, dtype=dt) if dt != np.int32 else \
+                np.zeros(shape, dt)
+        else:
+            out[name] = rng.standard_normal(shape).astype(dt)
+    return out
+
+
+def _t(x: Any) -> Any:
+    import torch
+
+    return x.double() if isinstance(x, torch.Tensor) else torch.from_numpy(x).double()
+
+
+def _ref_vadd(t: dict[str, Any]) -> dict[str, Any]:
+    return {"out": _t(t["a"]) + _t(t["b"])}
+
+
+def _ref_softmax(t: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
+    return {"y": torch.softmax(_t(t["x"]), dim=1)}
+
+
+def _ref_layer_norm(t: dict[str, Any]) -> dict[str, Any]:
+    x = _t(t["x"])
+    mu = x.mean(dim=1, keepdim=True)
+    var = ((x - mu) ** 2).mean(dim=1, keepdim=True)
+    rstd = 1 / (var + 1e-5).sqrt()
+    return {"y": (x - mu) * rstd * _t(t["w"]) + _t(t["b"]), "mean": mu[:, 0],
+            "rstd": rstd[:, 0]}
+
+
+def _ref_rowsum(t: dict[str, Any]) -> dict[str, Any]:
+    return {"out": _t(t["x"]).sum(dim=1)}
+
+
+def _ref_matmul(t: dict[str, Any]) -> dict[str, Any]:
+    return {"c": _t(t["a"]) @ _t(t["b"])}
+
+
+# ---- the cases ---------------------------------------------------------------------------
+def _vadd(n: int) -> Size:
+    launch = Launch((n // 1024, 1, 1), {"a_ptr": "a", "b_ptr": "b", "out_ptr": "out", "n": n},
+                    {"a_ptr": "*fp32", "b_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"},
+                    {"BLOCK": 1024}, 4)
+    hand = Hand("vadd.metal", "vadd", 256, {}, (n // 4096, 1, 1),
+                ["a", "b", "out", ("i32", n // 4)])
+    return Size({"a": ("*fp32", (n,)), "b": ("*fp32", (n,)), "out": ("*fp32", (n,))},
+                ("out",), launch, hand, _bytes((3 * n, 4)))
+
+
+def _softmax(rows: int, cols: int, programs: int) -> Size:
+    launch = Launch((programs, 1, 1),
+                    {"out_ptr": "y", "in_ptr": "x", "in_stride": cols, "out_stride": cols,
+                     "rows": rows, "cols": cols},
+                    {"out_ptr": "*fp32", "in_ptr": "*fp32", "in_stride": "i32",
+                     "out_stride": "i32", "rows": "i32", "cols": "i32"},
+                    {"BLOCK": cols}, 8)
+    hand = Hand("softmax.metal", "softmax", 256, {"COLS": str(cols)}, (programs, 1, 1),
+                ["y", "x", ("i32", rows)], exact=False)
+    return Size({"x": ("*fp32", (rows, cols)), "y": ("*fp32", (rows, cols))}, ("y",), launch,
+                hand, _bytes((2 * rows * cols, 4)))
+
+
+def _layer_norm(rows: int, cols: int, dtype: str) -> Size:
+    eb = 2 if dtype == "*fp16" else 4
+    launch = Launch((rows, 1, 1),
+                    {"x_ptr": "x", "y_ptr": "y", "w_ptr": "w", "b_ptr": "b",
+                     "mean_ptr": "mean", "rstd_ptr": "rstd", "stride": cols, "cols": cols,
+                     "eps": 1e-5},
+                    {"x_ptr": dtype, "y_ptr": dtype, "w_ptr": dtype, "b_ptr": dtype,
+                     "mean_ptr": "*fp32", "rstd_ptr": "*fp32", "stride": "i32", "cols": "i32",
+                     "eps": "fp32"}, {"BLOCK": 1024}, 8)
+    inputs = {"x": (dtype, (rows, cols)), "y": (dtype, (rows, cols)), "w": (dtype, (cols,)),
+              "b": (dtype, (cols,)), "mean": ("*fp32", (rows,)), "rstd": ("*fp32", (rows,))}
+    # x read three times (once per pass; the later passes mostly hit in L2), y written once
+    return Size(inputs, ("y", "mean", "rstd"), launch, None,
+                _bytes((2 * rows * cols, eb), (2 * cols, eb)))
+
+
+def _rowsum(rows: int, cols: int) -> Size:
+    launch = Launch((rows // 4, 1, 1), {"x_ptr": "x", "out_ptr": "out", "stride": cols,
+                                        "cols": cols},
+                    {"x_ptr": "*fp32", "out_ptr": "*fp32", "stride": "i32", "cols": "i32"},
+                    {"ROWS": 4, "BLOCK": 1024}, 4)
+    hand = Hand("rowsum.metal", "rowsum", 128, {"COLS": str(cols)}, (rows // 4, 1, 1),
+                ["x", "out"], exact=False)
+    return Size({"x": ("*fp32", (rows, cols)), "out": ("*fp32", (rows,))}, ("out",), launch,
+                hand, _bytes((rows * cols, 4), (rows, 4)))
+
+
+def _matmul(m: int, n: int, k: int, dtype: str, bk: int) -> Size:
+    launch = Launch(((m // 64) * (n // 64), 1, 1),
+                    {"a_ptr": "a", "b_ptr": "b", "c_ptr": "c", "M": m, "N": n, "K": k,
+                     "s_am": k, "s_ak": 1, "s_bk": n, "s_bn": 1, "s_cm": n, "s_cn": 1},
+                    {"a_ptr": dtype, "b_ptr": dtype, "c_ptr": "*fp32", "M": "i32", "N": "i32",
+                     "K": "i32", "s_am": "i32", "s_ak": "i32", "s_bk": "i32", "s_bn": "i32",
+                     "s_cm": "i32", "s_cn": "i32"}, {"BM": 64, "BN": 64, "BK": bk, "GROUP": 8},
+                    4)
+    t = "half" if dtype == "*fp16" else "float"
+    hand = Hand("gemm.metal", "gemm", 128, {"GEMM_T": t}, ((m // 64) * (n // 64), 1, 1),
+                ["a", "b", "c", ("i32", m), ("i32", n), ("i32", k)])
+    return Size({"a": (dtype, (m, k)), "b": (dtype, (k, n)), "c": ("*fp32", (m, n))}, ("c",),
+                launch, hand, 2.0 * m * n * k)
+
+
+CASES = [
+    Case("vector add fp32", "vadd", "GB/s", _vadd(1 << 16), _vadd(1 << 26), True, _ref_vadd,
+         1e-6, ">= 0.95 of Triton"),
+    Case("softmax fp32 4096 cols, 8 warps", "row_softmax", "GB/s", _softmax(64, 4096, 32),
+         _softmax(4096, 4096, 528), False, _ref_softmax, 1e-5, ">= 0.95 of Triton"),
+    Case("layer norm fwd fp16 8192x4096", "layer_norm_rows", "GB/s",
+         _layer_norm(32, 4096, "*fp16"), _layer_norm(8192, 4096, "*fp16"), False,
+         _ref_layer_norm, 2e-3, ">= 0.95 of Triton"),
+    Case("layer norm fwd fp32 8192x4096", "layer_norm_rows", "GB/s",
+         _layer_norm(32, 4096, "*fp32"), _layer_norm(8192, 4096, "*fp32"), False,
+         _ref_layer_norm, 1e-5, ">= 0.95 of Triton"),
+    Case("row sum fp32 16384x4096", "row_sums", "GB/s", _rowsum(64, 4096),
+         _rowsum(16384, 4096), True, _ref_rowsum, 1e-5, ">= 0.95 of Triton"),
+    Case("matmul fp16->fp32 4096^3, 64x64x32", "tiled_matmul", "TFLOP/s",
+         _matmul(256, 256, 256, "*fp16", 32), _matmul(4096, 4096, 4096, "*fp16", 32), True,
+         _ref_matmul, 1e-4, ">= 0.90 of hand GEMM"),
+    Case("matmul fp32 ieee 2048^3, 64x64x32", "tiled_matmul", "TFLOP/s",
+         _matmul(256, 256, 256, "*fp32", 32), _matmul(2048, 2048, 2048, "*fp32", 32), True,
+         _ref_matmul, 1e-5, ">= 0.90 of hand GEMM"),
+]

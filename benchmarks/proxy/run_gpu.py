@@ -1,0 +1,212 @@
+"""The GPU proxy, on the lent H200: msltrans's MSL (mapped to CUDA), Triton's CUDA backend and
+hand-written MSL timed side by side in one run, after their outputs are checked.
+
+    python benchmarks/proxy/run_gpu.py build/proxy [--out $OUT] [--quick]
+
+Inputs come from build_proxy.py (run here first). For every case:
+1. check: the simulator's inputs at the check size go through every CUDA build of the MSL;
+   outputs must equal the simulator's bit for bit (`exact` cases) or within a few ULP
+   (transcendental functions differ between CUDA's and the host's libm); the MMA stand-in
+   variants compute something else and are only timed;
+2. time: fresh inputs at the time size, outputs poisoned with NaN, one run checked against
+   float64 (torch), then `triton.testing.do_bench` (median, L2 flushed between runs).
+The table prints rates and the ratios the issue's goals are stated in; `proxy.json` (under
+--out) keeps every number. Needs torch, triton, cupy, numpy (all on the lent machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.proxy import kernels  # noqa: E402
+from benchmarks.proxy.cases import CASES, Case, Size, make_inputs  # noqa: E402
+
+SEED = 99
+_SCALAR = {"i32": np.int32, "i64": np.int64, "fp32": np.float32}
+
+
+def _rel(a: np.ndarray, b: np.ndarray) -> float:
+    """max |a - b| over max |b|: how far two engines' outputs are, on the outputs' scale."""
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    scale = max(float(np.abs(b64).max()), 1e-30) if b.size else 1.0
+    return float(np.abs(a64 - b64).max()) / scale if b.size else 0.0
+
+
+def _ulps(a: np.ndarray, b: np.ndarray) -> int:
+    a32 = a.astype(np.float32).view(np.int32).astype(np.int64)
+    b32 = b.astype(np.float32).view(np.int32).astype(np.int64)
+    a32 = np.where(a32 < 0, -(a32 & 0x7FFFFFFF), a32)
+    b32 = np.where(b32 < 0, -(b32 & 0x7FFFFFFF), b32)
+    return int(np.abs(a32 - b32).max()) if a.size else 0
+
+
+class Runner:
+    def __init__(self, build: Path) -> None:
+        import cupy as cp
+        import torch
+
+        self.cp, self.torch, self.build = cp, torch, build
+        self.modules: dict[str, Any] = {}
+
+    def tensors(self, data: dict[str, np.ndarray]) -> dict[str, Any]:
+        return {k: self.torch.from_numpy(v).cuda() for k, v in data.items()}
+
+    def cuda_launcher(self, variant: dict[str, Any], case: Case, size: Size,
+                      t: dict[str, Any]) -> Any:
+        cp = self.cp
+        if variant["cubin"] not in self.modules:
+            self.modules[variant["cubin"]] = cp.RawModule(path=str(self.build / variant["cubin"]))
+        fn = self.modules[variant["cubin"]].get_function(variant["kernel"])
+        if "params" in variant:  # msltrans: parameters by name from the Triton launch
+            args = []
+            for p in variant["params"]:
+                v = size.launch.args[p["name"]]
+                args.append(np.uint64(t[v].data_ptr()) if p["kind"] == "pointer"
+                            else _SCALAR[p["type"]](v))
+            grid, block = size.launch.grid, variant["threads"]
+        else:
+            assert size.hand is not None
+            args = [np.uint64(t[a].data_ptr()) if isinstance(a, str) else _SCALAR[a[0]](a[1])
+                    for a in size.hand.args]
+            grid, block = size.hand.grid, size.hand.threads
+
+        def run() -> None:
+            stream = cp.cuda.ExternalStream(self.torch.cuda.current_stream().cuda_stream)
+            with stream:
+                fn(grid, (block, 1, 1), tuple(args))
+        return run
+
+    def triton_launcher(self, case: Case, size: Size, t: dict[str, Any]) -> Any:
+        fn = getattr(kernels, case.kernel)
+        launch = size.launch
+        args = [t[v] if isinstance(v, str) else v for v in launch.args.values()]
+
+        def run() -> None:
+            fn[launch.grid](*args, **launch.constexprs, num_warps=launch.num_warps)
+        return run
+
+
+def _close(out: Any, ref: Any, rtol: float) -> bool:
+    import torch
+
+    o = out.double()
+    if not torch.isfinite(o).all():
+        return False
+    err = (o - ref).norm() / max(ref.norm().item(), 1e-30)
+    return bool(err <= rtol)
+
+
+def check_case(r: Runner, case: Case, entry: dict[str, Any]) -> dict[str, str]:
+    data = np.load(r.build / entry["check"])
+    inputs = {k[3:]: data[k] for k in data.files if k.startswith("in_")}
+    verdict = {}
+    for name, v in entry["variants"].items():
+        if "stand-in" in name:
+            verdict[name] = "timing only"
+            continue
+        prefix = "msl_" if "params" in v else "hand_"
+        t = r.tensors({k: x.copy() for k, x in inputs.items()})
+        r.cuda_launcher(v, case, case.check, t)()
+        r.torch.cuda.synchronize()
+        worst, rel = 0, 0.0
+        same = True
+        for o in case.check.outputs:
+            got, want = t[o].cpu().numpy(), data[prefix + o]
+            same = same and got.tobytes() == want.tobytes()
+            worst = max(worst, _ulps(got, want))
+            rel = max(rel, _rel(got, want))
+        exact = case.exact and (prefix == "msl_" or case.check.hand is None
+                                or case.check.hand.exact)
+        if exact and not same:
+            verdict[name] = f"DIFFERS from the simulator (max {worst} ulp)"
+        elif same:
+            verdict[name] = "bit-identical to the simulator"
+        else:
+            verdict[name] = (f"max {worst} ulp, {rel:.1e} of the output scale from the "
+                             "simulator")
+    return verdict
+
+
+def time_case(r: Runner, case: Case, entry: dict[str, Any], quick: bool) -> dict[str, Any]:
+    import triton
+
+    size = case.time
+    data = make_inputs(size, SEED)
+    t = r.tensors(data)
+    ref = case.reference({k: t[k] for k in size.inputs if k not in size.outputs})
+    runs = {"Triton CUDA": r.triton_launcher(case, size, t)}
+    for name, v in entry["variants"].items():
+        runs[name] = r.cuda_launcher(v, case, size, t)
+    rows = {}
+    for name, run in runs.items():
+        for o in size.outputs:
+            t[o].fill_(float("nan"))
+        run()
+        r.torch.cuda.synchronize()
+        ok = "stand-in" in name or all(_close(t[o], ref[o], case.rtol) for o in size.outputs)
+        ms = triton.testing.do_bench(run, warmup=10 if quick else 50, rep=40 if quick else 200,
+                                     return_mode="median")
+        scale = 1e9 if case.metric == "GB/s" else 1e12
+        rows[name] = {"ms": ms, "rate": size.work / (ms * 1e-3) / scale, "ok": ok}
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build", type=Path)
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--quick", action="store_true")
+    a = ap.parse_args()
+    manifest = json.loads((a.build / "manifest.json").read_text())
+    r = Runner(a.build)
+    results = []
+    for entry in manifest:
+        case = CASES[entry["index"]]
+        try:
+            verdict = check_case(r, case, entry)
+            rows = time_case(r, case, entry, a.quick)
+        except Exception:  # noqa: BLE001 - one broken case must not lose the others
+            import traceback
+
+            print(f"\n## {case.name}: FAILED\n{traceback.format_exc()}")
+            continue
+        results.append({"case": case.name, "metric": case.metric, "goal": case.goal,
+                        "check": verdict, "rows": rows})
+        print(f"\n## {case.name} ({case.metric}; goal {case.goal})")
+        for name, row in rows.items():
+            print(f"  {name:28s} {row['rate']:9.1f} {case.metric:8s} {row['ms']:8.3f} ms "
+                  f"{'ok' if row['ok'] else 'WRONG'}  {verdict.get(name, '')}")
+    print("\n| kernel | msltrans | Triton CUDA | hand MSL | msltrans / Triton | msltrans / hand |"
+          " structure (stand-in) msltrans / hand |")
+    print("|---|---|---|---|---|---|---|")
+    for res in results:
+        rows = res["rows"]
+        m, tr, h = (rows.get(k, {}).get("rate") for k in ("msltrans", "Triton CUDA", "hand MSL"))
+        ms_, hs = (rows.get(k, {}).get("ms") for k in ("msltrans (MMA stand-in)",
+                                                       "hand MSL (MMA stand-in)"))
+
+        def f(x: float | None) -> str:
+            return f"{x:.1f}" if x else "-"
+
+        def ratio(a_: float | None, b_: float | None) -> str:
+            return f"{a_ / b_:.2f}" if a_ and b_ else "-"
+        struct = f"{hs / ms_:.2f}" if ms_ and hs else "-"
+        print(f"| {res['case']} | {f(m)} | {f(tr)} | {f(h)} | {ratio(m, tr)} | {ratio(m, h)} |"
+              f" {struct} |")
+    if a.out:
+        a.out.mkdir(parents=True, exist_ok=True)
+        (a.out / "proxy.json").write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

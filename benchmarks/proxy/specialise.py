@@ -1,0 +1,64 @@
+"""Compile a kernel the way a real launch specialises it, without launching it.
+
+Triton's launcher looks at the argument values: a pointer whose address is a multiple of 16
+and an integer that is a multiple of 16 get `tt.divisibility = 16`; an integer equal to 1
+becomes the constant 1. The speed of the emitted code depends on exactly these facts (they
+decide the layouts Triton picks and what msltrans can vectorise), so every benchmark and
+codegen statistic compiles with them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from msltrans.ir import read_module, to_ttgir
+from msltrans.lower import MslProgram, lower_module
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One launch argument: a Triton type ("*fp32", "i32", "fp32") and, for integers, the
+    value the launch passes (pointers are taken as 16-byte aligned, as torch allocates)."""
+
+    type: str
+    value: Any = 0
+
+
+@dataclass(frozen=True)
+class Specialised:
+    signature: dict[str, str]
+    constexprs: dict[str, Any]
+    divisible_by_16: tuple[str, ...]
+
+
+def specialise(args: dict[str, Arg], constexprs: dict[str, Any]) -> Specialised:
+    sig: dict[str, str] = {}
+    cx = dict(constexprs)
+    div: list[str] = []
+    for name, a in args.items():
+        if a.type.startswith("*"):
+            sig[name] = a.type
+            div.append(name)
+        elif a.type[0] in "iu" and isinstance(a.value, int) and a.value == 1:
+            cx[name] = 1
+        else:
+            sig[name] = a.type
+            if a.type[0] in "iu" and isinstance(a.value, int) and a.value % 16 == 0:
+                div.append(name)
+    return Specialised(sig, cx, tuple(div))
+
+
+def compile_specialised(fn: Any, args: dict[str, Arg], constexprs: dict[str, Any],
+                        num_warps: int) -> MslProgram:
+    s = specialise(args, constexprs)
+    mod = to_ttgir(fn, s.signature, s.constexprs, num_warps, divisible_by_16=s.divisible_by_16)
+    return lower_module(read_module(mod))
+
+
+def module_specialised(fn: Any, args: dict[str, Arg], constexprs: dict[str, Any],
+                       num_warps: int) -> Any:
+    """The walked `msltrans.ir` module (for analyses) of the same specialisation."""
+    s = specialise(args, constexprs)
+    return read_module(to_ttgir(fn, s.signature, s.constexprs, num_warps,
+                                divisible_by_16=s.divisible_by_16))

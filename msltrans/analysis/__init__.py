@@ -1,0 +1,1 @@
+"""Analyses over `msltrans.ir` that the lowering consults (facts about values, never MSL)."""

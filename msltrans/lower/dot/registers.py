@@ -1,0 +1,100 @@
+"""tt.dot path (a), registers: a #dot_op<#blocked> operand layout gives every thread the whole K
+extent of the rows/columns its outputs need, so the chain runs on the thread's own registers
+(`register_plan` proves it from the linear layouts; index tables go to `constant` arrays)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from msltrans.layout import LinearLayout
+from msltrans.lower.dot.info import DotInfo, macros, render
+from msltrans.lower.emitter import Emitter
+
+
+@dataclass(frozen=True)
+class RegisterPlan:
+    a_index: list[list[int]]  # [out register][k] -> A register of the same thread
+    b_index: list[list[int]]
+
+
+def _lane_warp_agree(out: LinearLayout, a: LinearLayout, b: LinearLayout) -> bool:
+    """Every lane/warp bit moves A's row and B's column exactly as it moves D's element."""
+    for kind in ("lane", "warp"):
+        bo, ba, bb = (getattr(x, kind) for x in (out, a, b))
+        if not len(bo) == len(ba) == len(bb):
+            return False
+        for vo, va, vb in zip(bo, ba, bb, strict=True):
+            if va != vo[:-1] + (0,) or vb != vo[:-2] + (0, vo[-1]):
+                return False
+    return True
+
+
+def register_plan(out: LinearLayout, a: LinearLayout, b: LinearLayout,
+                  k: int) -> RegisterPlan | None:
+    """Where, in its own registers, each thread finds a[i, k] and b[k, j] for its outputs;
+    None when some thread does not hold them (then the operands go through scratch)."""
+    if not _lane_warp_agree(out, a, b):
+        return None
+    tables = []
+    for ll in (a, b):
+        t: dict[tuple[int, ...], int] = {}
+        for r in range(ll.num_regs):
+            t.setdefault(ll.coord(r, 0, 0), r)
+        tables.append(t)
+    a_index: list[list[int]] = []
+    b_index: list[list[int]] = []
+    for r in range(out.num_regs):
+        co = out.coord(r, 0, 0)
+        try:
+            row = [tables[0][co[:-1] + (kk,)] for kk in range(k)]
+            col = [tables[1][co[:-2] + (kk, co[-1])] for kk in range(k)]
+        except KeyError:  # this thread does not hold some a[i, k] / b[k, j]
+            return None
+        a_index.append(row)
+        b_index.append(col)
+    return RegisterPlan(a_index, b_index)
+
+
+def _index_expr(em: Emitter, table: list[list[int]], what: str) -> str:
+    """MSL for table[r][k]: two 1-D tables XORed when the index separates (the usual case:
+    register bits for rows and for k are disjoint), else one 2-D table."""
+    regs, k = len(table), len(table[0])
+    t_ctype = "ushort" if max(max(row) for row in table) < 65536 else "uint"
+    if all(table[r][kk] == table[r][0] ^ table[0][kk] ^ table[0][0]
+           for r in range(regs) for kk in range(k)):
+        rows, ks = [table[r][0] for r in range(regs)], [table[0][kk] ^ table[0][0]
+                                                         for kk in range(k)]
+        if rows == list(range(0, regs * k, k)) and ks == list(range(k)):
+            return f"r * {k}u + k"  # the plain row-major case needs no table
+        t_r, t_k = em.fresh(f"dot_{what}_r"), em.fresh(f"dot_{what}_k")
+        em.prelude.append(str(macros().const_table(t_ctype, t_r, rows)))
+        em.prelude.append(str(macros().const_table(t_ctype, t_k, ks)))
+        return f"{t_r}[r] ^ {t_k}[k]"
+    flat = [v for row in table for v in row]
+    name = em.fresh(f"dot_{what}_rk")
+    em.prelude.append(str(macros().const_table(t_ctype, name, flat)))
+    return f"{name}[r * {k}u + k]"
+
+
+def step_expr(info: DotInfo, a: str, b: str) -> str:
+    """One link of the chain, in the accumulator's type."""
+    if info.is_int:
+        # int8 x int8 fits int16; the sum wraps like two's complement (uint add is defined).
+        return f"acc = as_type<int>(as_type<uint>(acc) + as_type<uint>(int({a}) * int({b})));"
+    return f"acc = fma(float({a}), float({b}), acc);"
+
+
+def emit(em: Emitter, info: DotInfo, plan: RegisterPlan) -> None:
+    a_idx = _index_expr(em, plan.a_index, "a")
+    b_idx = _index_expr(em, plan.b_index, "b")
+    c, a, b = em.name(info.c), em.name(info.a), em.name(info.b)
+    regs = em.regs(info.out)
+    d = em.declare(info.out)
+    render(em, "stats", items=[("path", "registers"), ("k", info.k), ("regs_out", regs),
+                               ("regs_a", em.regs(info.a)), ("regs_b", em.regs(info.b)),
+                               ("scratch_bytes", 0), ("barriers", 0), ("mma", 0)])
+    render(em, "fma_registers", d=d, c=c, regs=regs, k=info.k, acc_t=info.acc_t,
+           out_t=info.out_t, init=f"{info.acc_t}({c}[r])",
+           step=step_expr(info, f"{info.a_conv}({a}[{a_idx}])", f"{info.b_conv}({b}[{b_idx}])"))
+
+

@@ -1,0 +1,44 @@
+"""The static codegen measures (benchmarks/codegen_stats.py, table 1) against the committed
+baseline: a change that scalarises an access, leaves a register array in memory, adds a
+barrier to a hot loop or grows threadgroup memory fails here. After an intended change,
+re-record with `python benchmarks/codegen_stats.py --write-baseline` (and say why)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.codegen_stats import k_step_text, register_words  # noqa: E402
+from benchmarks.codegen_workloads import WORKLOADS, check, load_baseline, measure  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def rows() -> dict:
+    return {name: measure(build(), k_step_text, register_words) for name, build in WORKLOADS}
+
+
+def test_no_regression_against_the_baseline(rows: dict) -> None:
+    baseline = load_baseline()
+    assert baseline, "benchmarks/codegen_baseline.json is missing"
+    assert check(rows, baseline) == []
+
+
+def test_tutorial_01_02_05_accesses_are_all_vectorised_and_nothing_stays_in_memory(
+        rows: dict) -> None:
+    for name, r in rows.items():
+        if name.startswith(("01 ", "02 ", "05 ")):
+            assert r["vec%"] == 100, name
+        if name.startswith(("01 ", "02 ", "03 ")):
+            assert r["stack"] == 0, name
+
+
+def test_check_reports_what_got_worse() -> None:
+    base = {"k": {"vec%": 100, "acc/thr": 4, "stack": 0, "bar/iter": 2, "tg bytes": 64}}
+    worse = {"k": {"vec%": 50, "acc/thr": 8, "stack": 16, "bar/iter": 3, "tg bytes": 128}}
+    assert len(check(worse, base)) == 5
+    assert check(base, base) == []
+    assert check({}, base) == ["k: no longer measured"]
