@@ -28,11 +28,6 @@ from __future__ import annotations
 
 from msltrans.lower.emitter import Emitter
 
-# `__METAL_VERSION__` (MSL 2.4) from which atomic_ulong and its max/min exist (MSL spec 2.6,
-# 6.15.4.6). The emitted helper checks it with the preprocessor, so Apple's compiler and the
-# simulator (at whichever MSL version it is set to) refuse the kernel below that version.
-ATOMIC_ULONG_MSL_VERSION = 240
-
 _ADD = """\
 // 64-bit atomic add whose old value is unused: Metal has no 64-bit fetch-add, so the two
 // 32-bit words are added by relaxed 32-bit atomics, the low word's carry going to the high
@@ -63,9 +58,6 @@ inline void msl_atomic_{op}64(device long* p, long v) {{
 }}"""
 
 _NATIVE = """\
-#if __METAL_VERSION__ < {version}
-#error "unsigned 64-bit tl.atomic_{op} needs MSL {major}.{minor} (atomic_ulong, MSL spec 6.15.4.6)"
-#endif
 // unsigned 64-bit atomic {op} whose old value is unused: Metal's void atomic_{op}_explicit on
 // device atomic_ulong (MSL 6.15.4.6; Apple9 GPUs and later, and Apple8 GPUs in a Mac)
 inline void msl_atomic_u{op}64(device long* p, long v) {{
@@ -83,9 +75,7 @@ def helper(kind: str) -> tuple[str, str]:
     if kind in SPLIT_KINDS:
         return f"msl_atomic_{kind}64", _BITWISE.format(op=kind)
     op = NATIVE_KINDS[kind]
-    major, minor = divmod(ATOMIC_ULONG_MSL_VERSION // 10, 10)
-    return f"msl_atomic_u{op}64", _NATIVE.format(op=op, version=ATOMIC_ULONG_MSL_VERSION,
-                                                  major=major, minor=minor)
+    return f"msl_atomic_u{op}64", _NATIVE.format(op=op)
 
 
 def _check_mix(em: Emitter, kind: str) -> None:
@@ -121,6 +111,8 @@ def rmw64(em: Emitter, kind: str, used: bool) -> str:
                 "leave the returned value unused (msltrans then lowers it exactly), or use "
                 "32-bit data")
     _check_mix(em, kind)
+    if kind in NATIVE_KINDS:  # atomic_ulong's version: msltrans/msl_version.py
+        em.require_msl("atomic_ulong", f"unsigned 64-bit tl.atomic_{NATIVE_KINDS[kind]}")
     name, text = helper(kind)
     if text not in em.prelude:
         em.prelude.append(text)

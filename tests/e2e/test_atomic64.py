@@ -20,6 +20,7 @@ import triton
 import triton.language as tl
 
 import msltrans.sim as sim
+from msltrans import msl_version
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.lower import atomic64
 from tests.conformance.upstream_style_support import require_metal_sim
@@ -283,9 +284,14 @@ def test_add64_model_all_interleavings() -> None:
             assert _model_add64(z, [(t, h, addends[t]) for t, h in order]) == want
 
 
-def test_native_minmax_needs_msl_2_4() -> None:
-    source = ("#undef __METAL_VERSION__\n#define __METAL_VERSION__ 230\n"
-              "#include <metal_stdlib>\nusing namespace metal;\n" + atomic64.helper("umax")[1]
-              + "\nkernel void k(device long* z [[buffer(0)]]) { msl_atomic_umax64(z, 1); }\n")
-    with pytest.raises(sim.CompileError, match=r"needs MSL 2\.4"):
-        sim.compile_shader(source)
+def test_native_minmax_follows_the_version_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """uint64 max/min use atomic_ulong, which msl_version's table dates (MSL 2.4, older than
+    every supported target, so no guard is emitted); a newer date there would refuse it."""
+    x, z = np.arange(8, dtype=np.uint64), np.zeros(SLOTS, np.uint64)
+    args = dict(OP="max", SEM="relaxed", SCOPE="gpu", SLOTS=SLOTS, BLOCK=8)
+    assert "#error" not in compile_kernel(rmw64_kernel, (x, z, 8), 1, **args).source
+    monkeypatch.setitem(msl_version.FEATURES, "atomic_ulong", msl_version.Feature(400, "test"))
+    monkeypatch.setenv(msl_version.ENV, "3.2")
+    with pytest.raises(MetalNonRecoverableError, match=r"unsigned 64-bit tl\.atomic_max needs "
+                                                       r"MSL 4\.0"):
+        compile_kernel(rmw64_kernel, (x, z, 8), 1, **args)

@@ -5,6 +5,8 @@
 import pytest
 
 import msltrans.sim as sim
+from msltrans import msl_version
+from msltrans.errors import MetalNonRecoverableError
 from tests.support.shim import HEADER
 
 
@@ -85,11 +87,11 @@ def test_ulong_min_max_rejected_in_threadgroup_memory():
     assert "atomic_max_explicit" in msg
 
 
-def test_atomic_ulong_needs_msl_2_4():
-    with pytest.raises(sim.CompileError) as e:
-        sim.compile_shader(
-            "#undef __METAL_VERSION__\n#define __METAL_VERSION__ 230\n" + HEADER
-            + "kernel void k(device atomic_ulong* a [[buffer(0)]]) {"
-            " atomic_max_explicit(a, 1ul, memory_order_relaxed); }"
-        )
-    assert "atomic_ulong needs MSL 2.4" in str(e.value)
+def test_atomic_ulong_at_the_minimum_target():
+    # atomic_ulong is MSL 2.4 (msl_version.FEATURES), older than any target msltrans supports:
+    # the shim gates it on MSL_SIM_HAS_atomic_ulong, which every target has.
+    assert msl_version.FEATURES["atomic_ulong"].version <= msl_version.MINIMUM
+    sim.compile_shader(HEADER + "kernel void k(device atomic_ulong* a [[buffer(0)]]) {"
+                       " atomic_max_explicit(a, 1ul, memory_order_relaxed); }", msl_version="3.1")
+    with pytest.raises(MetalNonRecoverableError, match=r"needs MSL 2\.4 \(MSL §2\.6"):
+        msl_version.require("atomic_ulong", 230, what="atomic_ulong")

@@ -6,7 +6,7 @@
 // call of the dispatch fail spuriously. Metal has no strong compare-exchange.
 // What Metal lacks fails to compile (MSL specification, sections 2.6 and 6.15.4): any
 // operation on atomic_ulong but the void atomic_max/min_explicit on device memory (6.15.4.6,
-// MSL 2.4 and later, so atomic_ulong itself needs __METAL_VERSION__ >= 240); atomic_float
+// MSL 2.4 and later: MSL_SIM_HAS_atomic_ulong, from msltrans/msl_version.py); atomic_float
 // min/max/bitwise; atomic types other than Metal's.
 #ifndef MSL_SIM_ATOMIC_H
 #define MSL_SIM_ATOMIC_H
@@ -18,8 +18,8 @@ template <class T> struct atomic {
     static_assert(is_same<T, int>::value || is_same<T, uint>::value || is_same<T, bool>::value ||
                   is_same<T, float>::value || is_same<T, ulong>::value,
                   "Metal atomics exist for int, uint, bool, float and (min/max only) ulong");
-    static_assert(!is_same<T, ulong>::value || __METAL_VERSION__ >= 240,
-                  "atomic_ulong needs MSL 2.4 (__METAL_VERSION__ >= 240)");
+    static_assert(!is_same<T, ulong>::value || MSL_SIM_HAS_atomic_ulong,
+                  "atomic_ulong needs MSL 2.4 (features.h, msltrans/msl_version.py)");
     typedef T value_type;
     T __v;
 };
@@ -124,7 +124,7 @@ inline void relaxed_only(memory_order order) {
 MSL_SIM_ATOMICS(__global)
 MSL_SIM_ATOMICS(__local)
 
-#if __METAL_VERSION__ >= 240
+#if MSL_SIM_HAS_atomic_ulong
 // MSL 6.15.4.6, Atomic Modify Functions (64 Bits): void max/min on device atomic_ulong, relaxed
 // order only; Apple silicon (GPU families: the Metal Feature Set Tables), MSL 2.4 and later.
 // No threadgroup overloads: Metal has none.
