@@ -5,11 +5,10 @@ generates) reach the IR as calls of `__nv_<name>f` (fp32) or `__nv_<name>` (fp64
 per msl_types' fp64 policy). Each known symbol maps to MSL: `metal::precise::` functions, the
 elementwise support helpers, or functions msltrans implements itself where Metal has none
 (templates/libdevice_basic.metal and libdevice_special.metal: expm1, log1p, erfc, erfcx,
-erfinv, lgamma, hypot, nextafter, ilogb, ldexp, cyl_bessel_i0/i1). The integer bit functions
-(`__nv_popc`, `clz`, `brev`, `ffs` and their 64-bit `ll` forms) map to MSL's
-popcount/clz/reverse_bits/ctz on the unsigned bits, with CUDA's results at 0 (clz(0) =
-width, ffs(0) = 0). Any other symbol is refused by name, never guessed. Accuracy of each:
-docs/semantics.md, "Math accuracy".
+erfinv, lgamma, hypot, nextafter, ilogb, ldexp, cyl_bessel_i0/i1). CUDA's integer intrinsics
+(popc, clz, brev, ffs, mulhi, mul24, sad, hadd, rhadd, abs, byte_perm and their unsigned and
+64-bit forms) are exact, in libdevice_int.py. Any other symbol is refused by name, never
+guessed. Accuracy of each: docs/semantics.md, "Math accuracy".
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from __future__ import annotations
 from msltrans.ir.model import Op
 from msltrans.lower.emitter import Emitter
 from msltrans.lower.fp_int import float_to_int
+from msltrans.lower.libdevice_int import INT_FNS, lower_int
 from msltrans.lower.registry import lowers
 from msltrans.lower.support import need_libdevice, need_support
 
@@ -38,19 +38,6 @@ _FLOAT_FNS = {
     "nextafter": "msl_nextafter", "erfc": "msl_erfc", "erfcx": "msl_erfcx",
     "erfinv": "msl_erfinv", "lgamma": "msl_lgamma", "cyl_bessel_i0": "msl_i0",
     "cyl_bessel_i1": "msl_i1",
-}
-# CUDA integer intrinsics: symbol → (operand MSL type, expression of the operand `{a}`).
-# popc/clz/ffs return int32 whatever the width; brev keeps the operand's width. MSL's clz(0)
-# and ctz(0) are the bit width, as CUDA's __clz(0); __ffs(0) is 0.
-_INT_FNS = {
-    "__nv_popc": ("int", "int(popcount(uint({a})))"),
-    "__nv_popcll": ("long", "int(popcount(ulong({a})))"),
-    "__nv_clz": ("int", "int(clz(uint({a})))"),
-    "__nv_clzll": ("long", "int(clz(ulong({a})))"),
-    "__nv_brev": ("int", "int(reverse_bits(uint({a})))"),
-    "__nv_brevll": ("long", "long(reverse_bits(ulong({a})))"),
-    "__nv_ffs": ("int", "({a} == 0 ? 0 : int(ctz(uint({a}))) + 1)"),
-    "__nv_ffsll": ("long", "({a} == 0 ? 0 : int(ctz(ulong({a}))) + 1)"),
 }
 _PART = {"msl_expm1": "basic", "msl_log1p": "basic", "msl_hypot": "basic",
          "msl_nextafter": "basic", "msl_ldexp": "basic", "msl_ilogb": "basic",
@@ -104,12 +91,8 @@ def _check_operands(em: Emitter, op: Op, symbol: str, kinds: tuple[str, ...]) ->
 @lowers("tt.extern_elementwise")
 def extern_elementwise(em: Emitter, op: Op) -> None:
     symbol = str(op.attrs.get("symbol", ""))
-    if symbol in _INT_FNS:
-        want, expr = _INT_FNS[symbol]
-        if len(op.operands) != 1 or em.ctype(op.operands[0]) != want:
-            em.fail(f"{symbol} on {', '.join(em.ctype(v) for v in op.operands)}",
-                    f"{symbol} takes one {want} operand")
-        em.elementwise(op, lambda a: expr.format(a=a))
+    if symbol in INT_FNS:
+        lower_int(em, op, symbol)
         return
     base = _base(symbol)
     if base is None:
