@@ -47,6 +47,9 @@ class Feature:
 
 # Every version-gated MSL feature msltrans emits or the simulator offers.
 FEATURES: dict[str, Feature] = {
+    "atomic_ulong": Feature(
+        240, "MSL §2.6 Atomic Data Types and §6.15.4.6 Atomic Modify Functions (64 Bits) "
+             "(atomic_ulong, its void max/min: Metal 2.4 and later, Apple silicon)"),
     "bfloat": Feature(310, "MSL §2.1 Scalar Data Types (bfloat: Metal 3.1 and later)"),
     "thread_scope": Feature(320, "MSL §6.15.2 Thread Scope (Metal 3.2 and later, Apple silicon)"),
     "atomic_thread_fence": Feature(
@@ -110,10 +113,11 @@ def require(feature: str, version: int, *, what: str, location: str | None = Non
     if supports(feature, version):
         return
     need = FEATURES[feature].version
+    macos, set_to = MACOS_FOR.get(need, MACOS_FOR[MINIMUM]), text(max(need, MINIMUM))
     raise MetalNonRecoverableError(
         f"{what} needs MSL {text(need)} ({FEATURES[feature].spec}); the target is MSL "
         f"{text(version)}", op=op, location=location,
-        hint=f"run on {MACOS_FOR[need]} or later (set {ENV}={text(need)} to compile for it)")
+        hint=f"run on {macos} or later (set {ENV}={set_to} to compile for it)")
 
 
 def features_header() -> str:

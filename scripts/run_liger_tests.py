@@ -10,7 +10,9 @@ kernels get CPU tensors and go through msltrans on the simulator engine (`TRITON
 removed). The Python running this script needs Liger's test dependencies (transformers,
 tokenizers); DEVELOPERS.md says how to make a venv for them. Sampling, the per-test time limit,
 refusal handling and the per-test rows come from the conformance plugin
-`scripts/conformance/msltrans_conformance.py`; categories from `classify.py`.
+`scripts/conformance/msltrans_conformance.py`; categories from `classify.py`. Liger's bf16
+gate (`supports_bfloat16()`, False for the CPU device) is answered for msltrans by the plugin
+`scripts/conformance/liger_bf16.py`: msltrans lowers bf16, so its bf16 cases run.
 """
 
 from __future__ import annotations
@@ -51,6 +53,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--raw", type=Path, default=ROOT / "build" / "conformance-liger" /
                    "results.jsonl", help="where the per-test rows go")
     p.add_argument("--out", type=Path, default=None, help="markdown summary")
+    p.add_argument("--bf16-only", action="store_true",
+                   help="run only the cases gated on Liger's supports_bfloat16()")
+    p.add_argument("--append", action="store_true", help="add this run as a further section "
+                   "of --out (after the sections already there)")
+    p.add_argument("--title", default="Run", help="the section title of this run in --out")
     p.add_argument("--summary-only", action="store_true", help="re-summarise --raw, run nothing")
     p.add_argument("--notes", default="", help="free text recorded in the summary")
     p.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
@@ -68,7 +75,7 @@ def test_files(src: Path, names: list[str]) -> list[str]:
 
 
 def pytest_command(args: argparse.Namespace, files: list[str]) -> list[str]:
-    cmd = [sys.executable, "-m", "pytest", *files, "-p", "msltrans_conformance",
+    cmd = [sys.executable, "-m", "pytest", *files, "-p", "msltrans_conformance", "-p", "liger_bf16",
            "-p", "no:cacheprovider", "-q", "-rN", "--tb=line",
            "--msl-timeout", str(args.timeout), "--msl-sample-seed", args.seed,
            "-o", "addopts=", "-W", "ignore::DeprecationWarning"]
@@ -80,6 +87,8 @@ def pytest_command(args: argparse.Namespace, files: list[str]) -> list[str]:
         cmd += ["-k", args.keyword]
     if args.per_function:
         cmd += ["--msl-per-function", str(args.per_function)]
+    if args.bf16_only:
+        cmd += ["--liger-bf16-only"]
     return cmd + list(args.pytest_args)
 
 
@@ -94,7 +103,10 @@ def liger_commit(src: Path) -> str:
 
 
 def run_info(args: argparse.Namespace, argv: list[str], wall: float | None) -> dict[str, Any]:
-    sel = [f"modules: {' '.join(args.tests)}"]
+    sel = [f"modules: {' '.join(args.tests)}",
+           "Liger's bf16 gate answered for msltrans (scripts/conformance/liger_bf16.py)"]
+    if args.bf16_only:
+        sel.append("only the cases that gate is on (--bf16-only)")
     if args.keyword:
         sel.append(f"-k `{args.keyword}`")
     if args.per_function:
@@ -118,8 +130,14 @@ def main(argv: list[str] | None = None) -> int:
     res, info = runner_common.load_run(args.raw, args.summary_only, args.notes,
                                        lambda: run_info(args, argv, wall))
     body = summary.render(res, info).replace("# Per file", "# Per module")
-    text = "\n".join(HEADER + [("#" + ln if ln.startswith("#") else ln)
-                               for ln in body.splitlines()]) + "\n"
+    section = [("#" + ln if ln.startswith("#") else ln) for ln in body.splitlines()]
+    if args.append and args.out and args.out.exists():
+        head = args.out.read_text(encoding="utf-8").rstrip("\n").splitlines() + [""]
+        section = [f"## {args.title}", ""] + ["#" + ln if ln.startswith("#") else ln
+                                             for ln in section]
+    else:
+        head = HEADER
+    text = "\n".join(head + section) + "\n"
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text, encoding="utf-8")

@@ -192,10 +192,10 @@ class MetalDriver(DriverBase):
         return torch.device(self.engine.device_type)
 
     def get_device_interface(self) -> Any:
-        if self.engine_name == "mps":
-            import torch
-
-            return torch.mps
+        # On both engines: `triton.testing.do_bench` times with this interface's Events, and
+        # torch.mps.Event timing has been unreliable (backend/bench.py), so its events are the
+        # host clock around the engine's synchronize (torch.mps.synchronize on MPS). torch.mps
+        # has no current_device() either, which triton.testing.get_dram_gbps calls.
         return HostDeviceInterface(self.engine.synchronize)
 
     # One device, one queue: Triton asks for these on every launch, so keep them trivial.

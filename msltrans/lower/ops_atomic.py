@@ -13,7 +13,9 @@ What is emitted and why it is sound is written up in docs/atomics.md. In short:
 - i32/u32 ops and f32 add/exchange are native; f16/bf16 add and 16-bit cas go through a
   32-bit CAS loop on the containing word; compare-and-swap is made strong from Metal's weak
   one. fp32 `tl.atomic_max/min` reach the IR already split by Triton's front end into
-  signed-max/unsigned-min on the bits, so they are integer ops here. 64-bit and 8-bit refuse.
+  signed-max/unsigned-min on the bits, so they are integer ops here. 64-bit RMWs whose old
+  value is unused are lowered by atomic64.py (add/and/or/xor from two 32-bit atomics,
+  unsigned max/min native); the rest of 64-bit, and 8-bit, refuse.
 - tt.atomic_poll spins on relaxed atomic loads (16-bit: of the containing 32-bit word) until
   each owned element equals the expected value, then the acquire fence; a timeout of
   constant 0 loads once. Metal has no global timer, so every other timeout refuses.
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 from msltrans.ir.model import Op, Value
 from msltrans.ir.types import PointerType, ScalarType
-from msltrans.lower import msl_types
+from msltrans.lower import atomic64, msl_types
 from msltrans.lower.atomic_support import HISTOGRAM, LOAD16, STRONG_CAS32, word16_helper
 from msltrans.lower.emitter import LANE, REG, TID, WARP, Emitter
 from msltrans.lower.registry import lowers
@@ -69,10 +71,8 @@ def _elem_ctype(em: Emitter, ptr: Value) -> str:
     if not isinstance(pt, PointerType) or not isinstance(pt.pointee, ScalarType):
         em.fail("atomic through a non-pointer operand")
     name = pt.pointee.name
-    if name in ("i64", "f64"):  # f64 too: a downcast buffer would not make it a 64-bit atomic
-        em.fail(f"64-bit atomic on {name}",
-                "Metal has no 64-bit atomic add/exchange/cas (only void atomic_ulong min/max, "
-                "which Triton's returning ops cannot use); use 32-bit data")
+    if name == "f64":  # a downcast buffer would not make it a 64-bit atomic
+        em.fail("64-bit atomic on f64", "Metal has no 64-bit float atomics; use fp32 data")
     if name in ("i1", "i8"):
         em.fail(f"atomic on {name}", "Metal atomics are 32-bit; use int32")
     return msl_types.scalar_ctype(pt.pointee, em.where())
@@ -104,6 +104,8 @@ def _rmw_expr(em: Emitter, kind: str, ct: str) -> str:
 
 def _cas_expr(em: Emitter, ct: str) -> str:
     """Strong compare-and-swap returning the old value ({P}, {C} compare, {V} new)."""
+    if ct == "long":
+        atomic64.cas64(em)
     if ct in ("int", "float"):
         _need_prelude(em, STRONG_CAS32)
         if ct == "int":
@@ -131,13 +133,18 @@ def _guarded(em: Emitter, guard: str, pre: str, stmt: str, post: str) -> None:
     em.line("}")
 
 
+def _result_used(em: Emitter, op: Op) -> bool:
+    uses = getattr(em, "uses", None)
+    return not uses or uses.get(op.results[0].id, 0) > 0  # no use analysis: assume used
+
+
 def _perform(em: Emitter, op: Op, expr: str, operands: dict[str, Value], mask: Value | None,
-             sem: str, scope: str) -> None:
-    """Run `expr` once per element (owner + mask) or once for a scalar, then broadcast."""
+             sem: str, scope: str, void: bool = False) -> None:
+    """Run `expr` once per element (owner + mask) or once for a scalar, then broadcast.
+    `void`: `expr` is a statement whose result is unused (64-bit RMWs): the result stays 0."""
     pre, post = _fences(em, sem, scope)
     out = op.results[0]
-    uses = getattr(em, "uses", None)
-    used = not uses or uses.get(out.id, 0) > 0  # no use analysis: assume used
+    used = not void and _result_used(em, op)
     ct = em.ctype(out)
     ptr = operands["P"]
     if not em.is_tensor(ptr):
@@ -148,7 +155,7 @@ def _perform(em: Emitter, op: Op, expr: str, operands: dict[str, Value], mask: V
         call = _fill(expr, **{k: em.name(v) for k, v in operands.items()})
         if pre:  # release: every thread's earlier device writes precede thread 0's atomic
             em.line(f"threadgroup_barrier({_DEVICE_FLAGS});")
-        _guarded(em, guard, pre, f"{name} = {call};", post)
+        _guarded(em, guard, pre, call if void else f"{name} = {call};", post)
         if used:
             _broadcast(em, name, ct, "1u", lambda r: "0")
         elif post:  # acquire: thread 0's acquire covers the whole program's later reads
@@ -162,7 +169,7 @@ def _perform(em: Emitter, op: Op, expr: str, operands: dict[str, Value], mask: V
     em.indent(1)
     em.line(f"{name}[{REG}] = {zero_literal(ct)};")
     call = _fill(expr, **{k: em.at(v) for k, v in operands.items()})
-    _guarded(em, guard, pre, f"{name}[{REG}] = {call};", post)
+    _guarded(em, guard, pre, call if void else f"{name}[{REG}] = {call};", post)
     em.indent(-1)
     em.line("}")
     if used and any(L.ll.free_masks()):
@@ -207,6 +214,10 @@ def atomic_rmw(em: Emitter, op: Op) -> None:
     ptr, val = op.operands[0], op.operands[1]
     mask = op.operands[2] if len(op.operands) > 2 else None
     ct = _elem_ctype(em, ptr)
+    if ct == "long":
+        stmt = atomic64.rmw64(em, kind, _result_used(em, op))
+        _perform(em, op, stmt, {"P": ptr, "V": val}, mask, sem, scope, void=True)
+        return
     expr = _rmw_expr(em, kind, ct)
     _perform(em, op, expr, {"P": ptr, "V": val}, mask, sem, scope)
 

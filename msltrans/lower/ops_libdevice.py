@@ -5,8 +5,10 @@ generates) reach the IR as calls of `__nv_<name>f` (fp32) or `__nv_<name>` (fp64
 per msl_types' fp64 policy). Each known symbol maps to MSL: `metal::precise::` functions, the
 elementwise support helpers, or functions msltrans implements itself where Metal has none
 (templates/libdevice_basic.metal and libdevice_special.metal: expm1, log1p, erfc, erfcx,
-erfinv, lgamma, hypot, nextafter, ilogb, ldexp, cyl_bessel_i0/i1). Any other symbol is
-refused by name, never guessed. Accuracy of each: docs/semantics.md, "Math accuracy".
+erfinv, lgamma, hypot, nextafter, ilogb, ldexp, cyl_bessel_i0/i1). CUDA's integer intrinsics
+(popc, clz, brev, ffs, mulhi, mul24, sad, hadd, rhadd, abs, byte_perm and their unsigned and
+64-bit forms) are exact, in libdevice_int.py. Any other symbol is refused by name, never
+guessed. Accuracy of each: docs/semantics.md, "Math accuracy".
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 from msltrans.ir.model import Op
 from msltrans.lower.emitter import Emitter
 from msltrans.lower.fp_int import float_to_int
+from msltrans.lower.libdevice_int import INT_FNS, lower_int
 from msltrans.lower.registry import lowers
 from msltrans.lower.support import need_libdevice, need_support
 
@@ -88,6 +91,9 @@ def _check_operands(em: Emitter, op: Op, symbol: str, kinds: tuple[str, ...]) ->
 @lowers("tt.extern_elementwise")
 def extern_elementwise(em: Emitter, op: Op) -> None:
     symbol = str(op.attrs.get("symbol", ""))
+    if symbol in INT_FNS:
+        lower_int(em, op, symbol)
+        return
     base = _base(symbol)
     if base is None:
         em.fail(_refusal(symbol),

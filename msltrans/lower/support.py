@@ -1,6 +1,7 @@
 """The MSL support libraries, pulled into a kernel's program scope once, only when used:
 templates/elementwise_support.metal (IEEE min/max, rounding helpers, erf) and the libdevice
-functions msltrans implements itself (templates/libdevice_basic.metal, libdevice_special.metal).
+functions msltrans implements itself (templates/libdevice_basic.metal, libdevice_special.metal,
+libdevice_integer.metal).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import functools
 from msltrans.lower.emitter import Emitter
 from msltrans.lower.templates import TEMPLATE_DIR
 
-LIBDEVICE_PARTS = ("basic", "special")
+LIBDEVICE_PARTS = ("basic", "special", "integer")
 
 
 @functools.cache
@@ -28,10 +29,14 @@ def need_support(em: Emitter) -> None:
 
 
 def need_libdevice(em: Emitter, part: str) -> None:
-    """`basic` (ilogb, ldexp, nextafter, expm1, log1p, hypot) or `special` (erfc, erfcx,
-    erfinv, lgamma, i0, i1; needs msl_erf and the basic part, added first)."""
+    """`basic` (ilogb, ldexp, nextafter, expm1, log1p, hypot), `special` (erfc, erfcx,
+    erfinv, lgamma, i0, i1; needs msl_erf and the basic part, added first) or `integer`
+    (CUDA's integer intrinsics: mul24, sad, hadd, rhadd, byte_perm)."""
     if part not in LIBDEVICE_PARTS:
         raise ValueError(f"libdevice support part {part!r}")
+    if part == "integer":
+        _once(em, "libdevice_integer.metal")
+        return
     if part == "special":
         need_support(em)
     _once(em, "libdevice_basic.metal")

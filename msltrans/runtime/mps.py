@@ -8,6 +8,7 @@ MPS stream, ordered with torch's own MPS work. Needs macOS with an Apple GPU.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from msltrans.errors import MetalNonRecoverableError
@@ -20,6 +21,25 @@ def mps_available() -> bool:
     except ImportError:
         return False
     return bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
+
+
+# Unsigned 64-bit tl.atomic_max/min lower to atomic_ulong's void max/min (msltrans/lower/
+# atomic64.py): MSL specification 6.15.4.6, which the Metal Feature Set Tables give to Apple9
+# GPUs and later and to Apple8 GPUs in a Mac, i.e. M2 and later; not the M1 (Apple7).
+_ULONG_MINMAX = re.compile(r"\bmsl_atomic_u(max|min)64\(")
+
+
+def check_device_features(source: str, device_name: Callable[[], str]) -> None:
+    """Refuse MSL that uses a feature this GPU (MTLDevice.name, e.g. 'Apple M2 Pro') lacks."""
+    if not _ULONG_MINMAX.search(source):
+        return
+    name = device_name()
+    m = re.match(r"Apple M(\d+)\b", name)
+    if m is None or int(m.group(1)) < 2:
+        raise MetalNonRecoverableError(
+            f"unsigned 64-bit tl.atomic_max/min needs atomic_ulong max/min (MSL 6.15.4.6), "
+            f"which Apple GPUs have from the M2 on; this GPU is {name!r}",
+            hint="use 32-bit data on this GPU")
 
 
 def _compile(source: str) -> Any:
@@ -45,6 +65,7 @@ class MpsEngine:
         self.libraries = LibraryCache(_compile)
 
     def load(self, source: str, kernel_name: str) -> Any:
+        check_device_features(source, self.device_name)
         return getattr(self.libraries.get(source), kernel_name)
 
     def max_threads(self, function: Any) -> int:

@@ -73,3 +73,20 @@ inline bfloat msl_mx_scaled_bf16_fast(float v, uchar s) {  // fastMath: no NaN f
 inline half msl_mx_scaled_f16_fast(float v, uchar s) {
     return half(float(half(v)) * float(half(as_type<float>(uint(s) << 23))));
 }
+// fp8e4m3 scales (nvfp4): Triton converts the scale to the compute type (exact: every e4m3
+// value is a bf16 and a half), the product rounded once; a NaN scale (0x7f / 0xff) gives the
+// compute type's NaN unless fastMath.
+inline bfloat msl_mx_scaled_e4m3_bf16(float v, uchar s) {
+    if ((s & uchar(0x7fu)) == uchar(0x7fu)) return as_type<bfloat>(ushort(0x7fc0u));
+    return bfloat(float(bfloat(v)) * msl_f8e4m3_to_float(s));
+}
+inline half msl_mx_scaled_e4m3_f16(float v, uchar s) {
+    if ((s & uchar(0x7fu)) == uchar(0x7fu)) return as_type<half>(ushort(0x7e00u));
+    return half(float(half(v)) * msl_f8e4m3_to_float(s));
+}
+inline bfloat msl_mx_scaled_e4m3_bf16_fast(float v, uchar s) {
+    return bfloat(float(bfloat(v)) * msl_f8e4m3_to_float(s));
+}
+inline half msl_mx_scaled_e4m3_f16_fast(float v, uchar s) {
+    return half(float(half(v)) * msl_f8e4m3_to_float(s));
+}

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Which side is wrong when a Liger test's torch-CPU reference and msltrans disagree?
 
-    <venv>/bin/python scripts/conformance/liger_vs_float64.py --liger-src <liger-src>
+    <venv>/bin/python scripts/conformance/liger_vs_float64.py --liger-src <liger-src> \
+        [--cases geglu cross_entropy_bf16 ...]
 
 Liger's tests compare its kernels with torch on the same device. Here that device is the CPU,
-whose bf16 layer_norm backward and fp32 cross-entropy (reduction="sum") round differently from
-CUDA's, and whose fp16 cross-entropy (reduction="mean") sums 8192 row losses in fp16 and
-overflows to inf. For each case a failing test ran, set up as the test sets it up, this script
-computes the same loss three ways — torch on the CPU in the test's dtype (the test's
+whose bf16 layer_norm backward, fp32 and bf16 cross-entropy (reduction="sum") and bf16
+gelu_tanh backward (the GEGLU MLP) round differently from CUDA's, and whose fp16
+cross-entropy (reduction="mean") sums 8192 row losses in fp16 and overflows to inf. For each
+case a failing test ran, set up as the test sets it up, this script computes the same loss
+three ways — torch on the CPU in the test's dtype (the test's
 reference), Liger's kernels through msltrans, and torch in float64 — and prints each side's
 largest error against float64 and whether each side passes the test's own tolerance against
 float64. `classify.py` files a failure as test-assumes only for cases this script shows
@@ -128,6 +130,67 @@ def cross_entropy_rows() -> list[Row]:
     return rows
 
 
+def _ce_bf16_case(test: str, reduction: str, b: int, t: int, ignore: int | None) -> list[Row]:
+    """One bf16 cross-entropy case as its test sets it up: test_correctness (re-seeds 0,
+    dy = 1), test_correctness_not_last_layer (loss * 3, dy = rand),
+    test_correctness_with_ignore_index (some targets set to `ignore`) or
+    test_correctness_with_weight_once (class weights rand(V), then re-seeds 0). Rows are
+    independent in a cross-entropy, so float64 runs in row chunks (8192 x 32000 fits)."""
+    from liger_kernel.transformers.cross_entropy import LigerCrossEntropyLoss
+
+    v = 32000
+    kw: dict = {"reduction": reduction}
+    _seed(test == "correctness")
+    if test == "weight":
+        kw["weight"] = torch.rand(v, dtype=torch.bfloat16)
+        torch.manual_seed(0)
+    x = torch.randn(b * t, v, dtype=torch.bfloat16)
+    target = torch.randint(0, v, (b * t,))
+    if ignore is not None:
+        n = int(torch.randint(1, b * t // 2, (1,)).item())
+        target[torch.randperm(b * t)[:n]] = ignore
+        kw["ignore_index"] = ignore
+    xs = [x.clone().requires_grad_(True), x.clone().requires_grad_(True)]
+    outs = [F.cross_entropy(xs[0], target, **kw), LigerCrossEntropyLoss(**kw)(xs[1], target)]
+    grad = torch.rand_like(outs[0]) if test == "not_last_layer" else torch.ones_like(outs[0])
+    scale = 3.0 if test == "not_last_layer" else 1.0
+    for out in outs:
+        (out * scale).backward(grad)
+    loss64, dx64 = [], torch.empty(b * t, v, dtype=torch.float64)
+    for r in range(0, b * t, 512):
+        xc = x[r:r + 512].double().requires_grad_(True)
+        kw64 = {**kw, "reduction": "none"}
+        if "weight" in kw:
+            kw64["weight"] = kw["weight"].double()
+        lc = F.cross_entropy(xc, target[r:r + 512], **kw64)
+        gc = grad.double() if reduction == "sum" else grad[r:r + 512].double()
+        (lc * scale).backward(gc.expand_as(lc))
+        loss64.append(lc.detach())
+        dx64[r:r + 512] = xc.grad
+    full = torch.cat(loss64)
+    exact = full.sum() if reduction == "sum" else full
+    name = f"cross_entropy bf16 {reduction} {b}-{t}-{v} {test}" + (
+        f" ignore={ignore}" if ignore is not None else "")
+    return [_row(name, "loss", outs[0].detach(), outs[1].detach(), exact, 1e-8, 5e-2),
+            _row(name, "dX", xs[0].grad, xs[1].grad, dx64, 1e-8, 5e-2)]
+
+
+def cross_entropy_bf16_rows(shapes: tuple[tuple[int, int, int], ...] = ((3, 423, -123),
+                                                                     (2, 4096, 2))
+                            ) -> list[Row]:
+    """The bf16 (dtype0) cross-entropy cases that failed: reductions "sum" and "none", both
+    shapes, plain, with ignored targets, with class weights, and scaled (not_last_layer)."""
+    cases = [(test, reduction, b, t, ignore)
+             for b, t, ignore in shapes
+             for test, reduction in (("correctness", "sum"), ("correctness", "none"),
+                                     ("ignore_index", "sum"), ("ignore_index", "none"),
+                                     ("weight", "sum"), ("weight", "none"),
+                                     ("not_last_layer", "sum"))]
+    return [r for test, reduction, b, t, ignore in cases
+            for r in _ce_bf16_case(test, reduction, b, t,
+                                   ignore if test == "ignore_index" else None)]
+
+
 def forward_only_rows() -> list[Row]:
     """test_correctness_with_forward_only, fp16, mean over 8192 rows: torch-CPU sums in fp16."""
     from liger_kernel.transformers.cross_entropy import LigerCrossEntropyLoss
@@ -144,17 +207,88 @@ def forward_only_rows() -> list[Row]:
                  1e-2, 1e-2)]
 
 
+def geglu_rows() -> list[Row]:
+    """test_geglu.py::test_correctness, bf16, (2, 2048, 2048, 4096): LlamaMLP (gelu_tanh) on
+    torch-CPU against LigerGEGLUMLP, forward y and the four gradients, as the test sets it up;
+    float64 runs the same MLP from the same bf16 inputs, weights and dy."""
+    from liger_kernel.transformers.geglu import LigerGEGLUMLP
+    from transformers.models.llama.configuration_llama import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaMLP
+
+    config = LlamaConfig(hidden_size=4096, intermediate_size=11008,
+                         hidden_act="gelu_pytorch_tanh")
+    b, t, hid, inter, dtype = 2, 2048, 2048, 4096, torch.bfloat16
+    _seed(seed0=False)
+    x = torch.randn(b, t, hid, dtype=dtype)
+    w = {k: torch.randn(shape, dtype=dtype) for k, shape in
+         (("gate", (hid, inter)), ("up", (hid, inter)), ("down", (inter, hid)))}
+    def weighted(m: torch.nn.Module) -> torch.nn.Module:
+        for k in w:
+            getattr(m, f"{k}_proj").weight.data = w[k].T.to(m.down_proj.weight.dtype)
+        return m
+
+    mlps = [weighted(LlamaMLP(config=config).to(dtype)),
+            weighted(LigerGEGLUMLP(config=config).to(dtype))]
+    xs = [x.clone().requires_grad_(True), x.clone().requires_grad_(True)]
+    ys = [m(xi) for m, xi in zip(mlps, xs, strict=True)]
+    dy = torch.randn_like(ys[0])  # drawn where the test draws it
+    mlps.append(weighted(LlamaMLP(config=config).double()))
+    xs.append(x.double().requires_grad_(True))
+    ys.append(mlps[2](xs[2]))
+    for y in ys:
+        y.backward(dy.to(y.dtype).clone())
+    case = f"geglu bf16 {b}-{t}-{hid}-{inter}"
+    rows = [_row(case, "y", ys[0].detach(), ys[1].detach(), ys[2].detach(), 1e-2, 1e-2)]
+    for k in w:
+        g = [getattr(m, f"{k}_proj").weight.grad for m in mlps]
+        rows.append(_row(case, f"{k}_proj.weight.grad", g[0], g[1], g[2], 1e-2, 1e-2))
+    rows.append(_row(case, "x.grad", xs[0].grad, xs[1].grad, xs[2].grad, 1e-2, 1e-2))
+    # The elementwise op Liger replaces, on the same bf16 gate, up and incoming gradient:
+    # torch-CPU's gelu_tanh(gate) * up and its autograd, Liger's kernels, float64.
+    from liger_kernel.ops import LigerGELUMulFunction
+
+    with torch.no_grad():
+        gate, up = mlps[0].gate_proj(x), mlps[0].up_proj(x)
+        dh = dy @ w["down"].T
+    leaves = [(gate.clone().requires_grad_(True), up.clone().requires_grad_(True))
+              for _ in range(2)]
+    leaves.append((gate.double().requires_grad_(True), up.double().requires_grad_(True)))
+    hs = [mlps[0].act_fn(leaves[0][0]) * leaves[0][1],
+          LigerGELUMulFunction.apply(*leaves[1]),
+          torch.nn.functional.gelu(leaves[2][0], approximate="tanh") * leaves[2][1]]
+    for h in hs:
+        h.backward(dh.to(h.dtype))
+    rows.append(_row(case, "gelu_tanh(gate)*up", hs[0].detach(), hs[1].detach(),
+                     hs[2].detach(), 1e-2, 1e-2))
+    for i, name in ((0, "d gate"), (1, "d up")):
+        rows.append(_row(case, name, leaves[0][i].grad, leaves[1][i].grad, leaves[2][i].grad,
+                         1e-2, 1e-2))
+    return rows
+
+
+CASES = {"layer_norm": layer_norm_rows, "forward_only": forward_only_rows,
+         "cross_entropy": cross_entropy_rows, "cross_entropy_bf16": cross_entropy_bf16_rows,
+         "cross_entropy_bf16_small": lambda: cross_entropy_bf16_rows(((3, 423, -123),)),
+         "cross_entropy_bf16_large": lambda: cross_entropy_bf16_rows(((2, 4096, 2),)),
+         "geglu": geglu_rows}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--liger-src", type=Path, required=True, help="Liger-Kernel checkout")
+    p.add_argument("--cases", nargs="+", choices=sorted(CASES),
+                   default=["layer_norm", "forward_only", "cross_entropy", "cross_entropy_bf16",
+                            "geglu"],
+                   help="which failing cases to recompute (default: all; cross_entropy_bf16 "
+                        "is cross_entropy_bf16_small + _large, 3x423 and 2x4096 rows)")
     args = p.parse_args(argv)
     src = args.liger_src.resolve()
     sys.path[:0] = [str(src / "src"), str(src)]  # liger_kernel, and test.utils for its seeding
     print("| case | tensor | torch-CPU max err vs f64 | msltrans max err vs f64 | "
           "torch-CPU within tol | msltrans within tol |")
     print("|---|---|---:|---:|---|---|")
-    for case, name, e_ref, e_ours, ok_ref, ok_ours in (layer_norm_rows() + forward_only_rows()
-                                                      + cross_entropy_rows()):
+    rows = [r for name in args.cases for r in CASES[name]()]
+    for case, name, e_ref, e_ours, ok_ref, ok_ours in rows:
         print(f"| {case} | {name} | {e_ref:.3g} | {e_ours:.3g} | {ok_ref} | {ok_ours} |",
               flush=True)
     return 0

@@ -9,6 +9,7 @@ plugin as `scripts/run_upstream_tests.py`, in one pytest subprocess, and checks 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -28,6 +29,25 @@ def _sample(ids: list[str], n: int) -> list[str]:
     return sorted(ranked if n <= 0 else ranked[:n])
 
 
+def _cloudpickle_3() -> bool:
+    try:
+        from cloudpickle.cloudpickle import CloudPickler  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+# Upstream files that import what the base environment may lack (DEVELOPERS.md: the venv for
+# the upstream run adds them); their ids are left out of the sample without it.
+NEEDS = {"runtime/test_cache.py": lambda: importlib.util.find_spec("expecttest") is not None,
+         "runtime/test_driver.py": _cloudpickle_3}
+
+
+def _runnable(test_id: str) -> bool:
+    check = NEEDS.get(test_id.removeprefix(UNIT_PREFIX).split("::")[0])
+    return check is None or check()
+
+
 def _src() -> Path:
     src = os.environ.get("MSLTRANS_TRITON_SRC")
     if not src:
@@ -43,6 +63,7 @@ def test_no_baseline_pass_regressed(tmp_path: Path) -> None:
     passed = json.loads(BASELINE.read_text(encoding="utf-8"))["passed"]
     if not passed:
         pytest.skip("the baseline records no passing test")
+    passed = [i for i in passed if _runnable(i)]
     sample = _sample(passed, int(os.environ.get("MSLTRANS_BASELINE_SAMPLE", "12")))
     raw = tmp_path / "rows.jsonl"
     env = dict(os.environ)

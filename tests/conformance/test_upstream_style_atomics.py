@@ -77,12 +77,29 @@ def test_atomic_rmw_masked(op: str, dtype: str) -> None:
     np.testing.assert_array_equal(z.numpy(), ref)
 
 
-@pytest.mark.parametrize("op", ["add", "min", "xor"])
-def test_atomic_rmw_64bit_is_refused(op: str) -> None:
-    """Metal has no returning 64-bit atomics: msltrans refuses, naming the op and the fix."""
+@pytest.mark.parametrize(("op", "dtype"), [("add", torch.int64), ("xor", torch.int64),
+                                         ("max", torch.uint64), ("min", torch.uint64)])
+def test_atomic_rmw_64bit_unused_result(op: str, dtype: torch.dtype) -> None:
+    """64-bit RMWs whose old value is unused: add/xor from two 32-bit atomics (the carry
+    into the high word), unsigned max/min on atomic_ulong; values span the 64 bits."""
+    rng = np.random.default_rng(2)
+    x = rng.integers(0, 2**64, 203, dtype=np.uint64)
+    z0 = rng.integers(0, 2**64, 4, dtype=np.uint64)
+    if dtype == torch.int64:
+        x, z0 = x.view(np.int64), z0.view(np.int64)
+    z = torch.from_numpy(z0.copy()).to(dtype)
+    _atomic_rmw[(4,)](torch.from_numpy(x).to(dtype), z, 203, OP=op, BLOCK=64)
+    with np.errstate(over="ignore"):
+        ref = np.array([NP_RMW[op].reduce(np.concatenate([z0[k:k + 1], x[k::4]]))
+                        for k in range(4)], dtype=x.dtype)
+    np.testing.assert_array_equal(z.numpy(), ref)
+
+
+def test_atomic_rmw_64bit_signed_min_is_refused() -> None:
+    """atomic_ulong compares unsigned: signed 64-bit max/min refuse, naming why and the fix."""
     x, z = torch.ones(64, dtype=torch.int64), torch.zeros(4, dtype=torch.int64)
-    with pytest.raises(MetalNonRecoverableError, match=r"tt\.atomic_rmw.*64-bit.*32-bit"):
-        _atomic_rmw[(1,)](x, z, 64, OP=op, BLOCK=64)
+    with pytest.raises(MetalNonRecoverableError, match=r"tt\.atomic_rmw.*64-bit.*unsigned"):
+        _atomic_rmw[(1,)](x, z, 64, OP="min", BLOCK=64)
 
 
 @triton.jit

@@ -90,6 +90,53 @@ def test_libdevice_basics() -> None:
 
 
 @triton.jit
+def int_bits_kernel(x_ptr, w_ptr, out_ptr, wide_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    w = tl.load(w_ptr + offs)
+    tl.store(out_ptr + 0 * BLOCK + offs, libdevice.popc(x))
+    tl.store(out_ptr + 1 * BLOCK + offs, libdevice.clz(x))
+    tl.store(out_ptr + 2 * BLOCK + offs, libdevice.brev(x))
+    tl.store(out_ptr + 3 * BLOCK + offs, libdevice.ffs(x))
+    tl.store(out_ptr + 4 * BLOCK + offs, libdevice.popc(w))
+    tl.store(out_ptr + 5 * BLOCK + offs, libdevice.clz(w))
+    tl.store(out_ptr + 6 * BLOCK + offs, libdevice.ffs(w))
+    tl.store(wide_ptr + offs, libdevice.brev(w))
+
+
+def _bits(v: int, width: int) -> str:
+    return format(v % (1 << width), f"0{width}b")
+
+
+def test_libdevice_integer_bits() -> None:
+    """__nv_popc/clz/brev/ffs (and the ll forms) against their definitions on the bits,
+    zero, -1 and the sign bit included (CUDA: clz(0) = width, ffs(0) = 0)."""
+    rng = np.random.default_rng(4)
+    x = np.concatenate([np.array([0, 1, -1, 2**31 - 1, -(2**31), 8, 12, 2**30], np.int32),
+                        rng.integers(-(2**31), 2**31, BLOCK - 8).astype(np.int32)])
+    w = np.concatenate([np.array([0, 1, -1, 2**63 - 1, -(2**63), 2**40, 3 << 50, 2**32],
+                                 np.int64), rng.integers(-(2**63), 2**63, BLOCK - 8)])
+    out = np.zeros(7 * BLOCK, np.int32)
+    wide = np.zeros(BLOCK, np.int64)
+    program = compile_with_libdevice(int_bits_kernel, {"x_ptr": "*i32", "w_ptr": "*i64",
+                                                       "out_ptr": "*i32", "wide_ptr": "*i64"},
+                                     {"BLOCK": BLOCK})
+    launch(program, (1,), x, w, out, wide)
+    got = out.reshape(7, BLOCK)
+    for v, width, (popc, clz, ffs) in [(int(a), 32, (got[0][i], got[1][i], got[3][i]))
+                                       for i, a in enumerate(x)] + \
+            [(int(a), 64, (got[4][i], got[5][i], got[6][i])) for i, a in enumerate(w)]:
+        b = _bits(v, width)
+        assert popc == b.count("1"), (v, width)
+        assert clz == (b.index("1") if "1" in b else width), (v, width)
+        assert ffs == (width - b.rindex("1") if "1" in b else 0), (v, width)
+    brev32 = [int(_bits(int(a), 32)[::-1], 2) for a in x]
+    brev64 = [int(_bits(int(a), 64)[::-1], 2) for a in w]
+    np.testing.assert_array_equal(got[2].view(np.uint32), np.array(brev32, np.uint32))
+    np.testing.assert_array_equal(wide.view(np.uint64), np.array(brev64, np.uint64))
+
+
+@triton.jit
 def sinpi_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     tl.store(out_ptr + offs, libdevice.sinpi(tl.load(x_ptr + offs)))

@@ -176,3 +176,54 @@ def test_batched_refuses() -> None:
     with pytest.raises(MetalNonRecoverableError, match="batched.*loop over the batch"):
         lower_module(read_module(to_ttgir(_batched, {"a_ptr": "*bf16", "b_ptr": "*bf16",
                                                      "o_ptr": "*fp32"}, {}, 4)))
+
+
+@triton.jit
+def _nvfp4(a_ptr, as_ptr, b_ptr, bs_ptr, o_ptr, M: tl.constexpr, N: tl.constexpr,
+           K: tl.constexpr, VEC: tl.constexpr, TB: tl.constexpr):
+    KB: tl.constexpr = K // 2 if TB == "e2m1" else K
+    KS: tl.constexpr = K // VEC
+    a = tl.load(a_ptr + tl.arange(0, M)[:, None] * (K // 2) + tl.arange(0, K // 2)[None, :])
+    b = tl.load(b_ptr + tl.arange(0, KB)[:, None] * N + tl.arange(0, N)[None, :])
+    s_a = tl.load(as_ptr + tl.arange(0, M)[:, None] * KS + tl.arange(0, KS)[None, :])
+    s_b = tl.load(bs_ptr + tl.arange(0, N)[:, None] * KS + tl.arange(0, KS)[None, :])
+    c = tl.dot_scaled(a, s_a, "e2m1", b, s_b, TB)
+    tl.store(o_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :], c)
+
+
+@pytest.mark.parametrize("vec,tb", [(16, "e2m1"), (32, "e2m1"), (16, "bf16")])
+def test_fp8e4m3_scales_nvfp4(vec: int, tb: str) -> None:
+    """nvfp4: fp8e4nv scales, one per `vec` elements of K (upstream's test_block_scale_fp4).
+    Triton converts the scale to the compute type (exact) and rounds each product once; a
+    NaN scale (0x7f / 0xff) gives NaN."""
+    m, n, k = 32, 32, 64
+    rng = np.random.default_rng(5 + vec)
+    a = rng.integers(0, 256, (m, k // 2)).astype(np.uint8)
+    b = _operand(tb, (k // 2 if tb == "e2m1" else k, n), rng)
+    scales = torch.rand(2, max(m, n), k // vec).to(torch.float8_e4m3fn).view(torch.uint8)
+    sa, sb = scales[0, :m].numpy().copy(), scales[1, :n].numpy().copy()
+    sa[3, 1], sb[5, 0] = 0x7F, 0xFF  # NaN scales, both signs
+    sig = {"a_ptr": "*u8", "as_ptr": "*fp8e4nv", "b_ptr": _PTR[tb], "bs_ptr": "*fp8e4nv",
+           "o_ptr": "*fp32"}
+    prog = lower_module(read_module(to_ttgir(_nvfp4, sig, dict(M=m, N=n, K=k, VEC=vec, TB=tb),
+                                             4)))
+    out = np.zeros((m, n), np.float32)
+    dispatch(prog, (1,), (a, sa, b, sb, out))
+
+    def scaled(v: np.ndarray, s: np.ndarray, k_axis: int) -> np.ndarray:
+        sv = np.repeat(_decode_fp8(s, "e4m3"), vec, axis=1)
+        sv = sv if k_axis == 1 else sv.T
+        t = torch.from_numpy(v).to(torch.bfloat16).float()
+        prod = (t * torch.from_numpy(sv).to(torch.bfloat16).float()).to(torch.bfloat16)
+        return prod.double().numpy()
+
+    A = scaled(_decode("e2m1", a, True, True), sa, 1)
+    B = scaled(_decode(tb, b, True, False), sb, 0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        ref = A @ B
+        bound = k * 2.0**-24 * (np.abs(A) @ np.abs(B)) + 1e-30
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(ref))
+    assert np.isnan(out[3]).all() and np.isnan(out[:, 5]).all()
+    fin = np.isfinite(ref)
+    err = np.abs(out[fin].astype(np.float64) - ref[fin])
+    assert np.all(err <= bound[fin]), float((err / bound[fin]).max())

@@ -42,6 +42,17 @@ def tensor_cas(p, c, v, out, SEM: tl.constexpr, SCOPE: tl.constexpr, BLOCK: tl.c
 
 
 @triton.jit
+def tensor_unused(p, v, n, MAX: tl.constexpr, SEM: tl.constexpr, SCOPE: tl.constexpr,
+                  BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    if MAX:
+        tl.atomic_max(p + offs, tl.load(v + offs, mask=m), mask=m, sem=SEM, scope=SCOPE)
+    else:
+        tl.atomic_add(p + offs, tl.load(v + offs, mask=m), mask=m, sem=SEM, scope=SCOPE)
+
+
+@triton.jit
 def scalar_add(p, out, SEM: tl.constexpr, SCOPE: tl.constexpr):
     tl.store(out, tl.atomic_add(p, 1, sem=SEM, scope=SCOPE))
 
@@ -79,6 +90,13 @@ CASES = {
                           "= atomic_fetch_add_explicit(", True),
     "scalar_cas": (scalar_cas, {"p": "*i32", "out": "*i32"}, {}, "tt.atomic_cas", "msl_cas32(",
                    True),
+    # 64-bit, old value unused: the fences go around the whole two-word update
+    "tensor_add_i64": (tensor_unused, {"p": "*i64", "v": "*i64", "n": "i32"},
+                       {"BLOCK": 64, "MAX": False}, "tt.atomic_rmw", "msl_atomic_add64(", False),
+    "tensor_umax_u64": (tensor_unused, {"p": "*u64", "v": "*u64", "n": "i32"},
+                        {"BLOCK": 64, "MAX": True}, "tt.atomic_rmw", "msl_atomic_umax64(", False),
+    "scalar_add_unused_i64": (scalar_add_unused, {"p": "*i64"}, {}, "tt.atomic_rmw",
+                              "msl_atomic_add64(", True),
 }
 
 
@@ -130,7 +148,7 @@ def test_fences_around_the_atomic(case: str, sem: str, scope: str) -> None:
         assert guard.startswith("if (msl_tid == 0u")  # thread 0 (&& the mask)
         # release: the whole program's earlier writes are ordered before thread 0's release
         assert (section[start - 1] == BARRIER) == bool(pre)
-        if case == "scalar_add_unused":  # acquire without broadcast: a barrier after
+        if case.startswith("scalar_add_unused"):  # acquire, no broadcast: a barrier after
             rest = section[start + len(body) + 2:]
             assert rest == ([BARRIER] if post else []), rest
         else:  # the broadcast's barriers follow (mem_device: it orders later reads)
@@ -138,7 +156,7 @@ def test_fences_around_the_atomic(case: str, sem: str, scope: str) -> None:
     else:
         assert guard.startswith("if (L") and "_owns(" in guard
         assert BARRIER not in section[:start]
-    if case == "tensor_add_i32":  # the fence statements type-check against the shim
+    if case in ("tensor_add_i32", "tensor_add_i64", "tensor_umax_u64"):  # type-check it
         check_msl_compiles(source)
 
 

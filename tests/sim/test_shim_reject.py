@@ -5,6 +5,8 @@
 import pytest
 
 import msltrans.sim as sim
+from msltrans import msl_version
+from msltrans.errors import MetalNonRecoverableError
 from tests.support.shim import HEADER
 
 
@@ -56,7 +58,40 @@ def test_as_type_size_mismatch():
 
 
 def test_ulong_min_max_accepted():
+    # MSL 6.15.4.6: void atomic_max/min_explicit on device atomic_ulong (MSL 2.4 and later).
     sim.compile_shader(
         HEADER + "kernel void k(device atomic_ulong* a [[buffer(0)]]) {"
-        " atomic_fetch_max_explicit(a, 1ul, memory_order_relaxed); }"
+        " atomic_max_explicit(a, 1ul, memory_order_relaxed);"
+        " atomic_min_explicit(a, 1ul, memory_order_relaxed); }"
     )
+
+
+@pytest.mark.parametrize(("body", "needle"), [
+    # no fetch form: the 64-bit max/min return void
+    ("ulong o = atomic_fetch_max_explicit(a, 1ul, memory_order_relaxed); a[1] = o;",
+     "atomic_ulong has only the void atomic_max_explicit"),
+    ("atomic_load_explicit(a, memory_order_relaxed);", "no 64-bit atomic load"),
+    ("atomic_store_explicit(a, 1ul, memory_order_relaxed);", "no 64-bit atomic store"),
+    ("atomic_exchange_explicit(a, 1ul, memory_order_relaxed);", "no 64-bit atomic exchange"),
+])
+def test_ulong_other_ops_rejected(body, needle):
+    msg = _error("kernel void k(device atomic_ulong* a [[buffer(0)]]) { " + body + " }")
+    assert needle in msg
+
+
+def test_ulong_min_max_rejected_in_threadgroup_memory():
+    msg = _error(
+        "kernel void k(device uint* o [[buffer(0)]]) { threadgroup atomic_ulong t;"
+        " atomic_max_explicit(&t, 1ul, memory_order_relaxed); }"
+    )
+    assert "atomic_max_explicit" in msg
+
+
+def test_atomic_ulong_at_the_minimum_target():
+    # atomic_ulong is MSL 2.4 (msl_version.FEATURES), older than any target msltrans supports:
+    # the shim gates it on MSL_SIM_HAS_atomic_ulong, which every target has.
+    assert msl_version.FEATURES["atomic_ulong"].version <= msl_version.MINIMUM
+    sim.compile_shader(HEADER + "kernel void k(device atomic_ulong* a [[buffer(0)]]) {"
+                       " atomic_max_explicit(a, 1ul, memory_order_relaxed); }", msl_version="3.1")
+    with pytest.raises(MetalNonRecoverableError, match=r"needs MSL 2\.4 \(MSL §2\.6"):
+        msl_version.require("atomic_ulong", 230, what="atomic_ulong")

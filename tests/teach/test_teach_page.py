@@ -136,7 +136,7 @@ REFUSED = textwrap.dedent('''
     def count_kernel(counts_ptr, x_ptr, n, BLOCK: tl.constexpr):
         offs = tl.arange(0, BLOCK)
         x = tl.load(x_ptr + offs, mask=offs < n, other=0)
-        tl.atomic_add(counts_ptr + x, 1, mask=offs < n)
+        tl.atomic_max(counts_ptr + x, 1, mask=offs < n)
 
 
     @triton.jit
@@ -169,14 +169,15 @@ def test_refusal_is_shown_at_its_line(refused_file, tmp_path, capsys) -> None:
                                    "--signature", "counts_ptr=*i64,x_ptr=*i32,n=i32",
                                    "--constexpr", "BLOCK=64", "--html", str(out))
     assert code == 0 and f"wrote {out}" in stdout
-    assert "refused" in err and "64-bit atomic" in err
+    # signed int64 max: Metal's one 64-bit atomic (atomic_ulong) compares unsigned
+    assert "refused" in err and "64-bit atomic signed max" in err
     html = out.read_text()
     page = read_page(html)
     banner = next(e for e in page.elements if e.attrs.get("id") == "refusal")
     assert banner.attrs["class"] == "refusal"
     assert "Refused in the msl stage at refused.py:10" in html
     src = next(e for e in page.elements if e.attrs.get("id") == "src-0:10")
-    assert "refused" in src.classes and "tl.atomic_add" in src.text
+    assert "refused" in src.classes and "tl.atomic_max" in src.text
     inline = page.elements[page.elements.index(src) + 2]  # the line number span, then this
     assert "refusal-inline" in inline.classes
     ttgir = [e for e in page.elements if e.column == "col-ttgir" and "refused" in e.classes]

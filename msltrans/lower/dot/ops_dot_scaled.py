@@ -5,7 +5,9 @@ e2m1 (two per byte, low nibble first, packed along K or, with k_pack=False, alon
 e4m3, e5m2 exactly, bf16 -> fp16 with RTNE; then, with a uint8 e8m0 scale per `SF` elements
 of K (SF = K / scale columns, 32 for MX), multiply by 2^(s - 127) built like Triton
 (fp32 bits s << 23, so s = 0 gives 0; for fp16 rounded to half) with the product rounded
-once to the compute type, and NaN where s = 0xff (unless fastMath). The rhs scale is given
+once to the compute type, and NaN where s = 0xff (unless fastMath); or, with an fp8e4m3
+scale (nvfp4, typically 16 elements per scale), times the scale's value (exact in the compute
+type), NaN where the scale is NaN (unless fastMath). The rhs scale is given
 [N, K / SF]. Then D = A' @ B' + C with fp32 products and one fp32 fma chain per element over
 k = 0..K-1 in order (ops_dot's meaning).
 
@@ -101,14 +103,24 @@ def dot_scaled(em: Emitter, op: Op) -> None:
         em.fail(f"tt.dot_scaled shapes {_shape(a)} ({fa}) x {_shape(b)} ({fb}) -> {_shape(out)}"
                 " do not match")
     ks = None
+    scale_kinds = set()
     for s, rows in ((sa, M), (sb, N)):
         if s is None:
             continue
+        el = s.type.element if isinstance(s.type, TensorType) else None
+        kind = {"i8": "", "f8E4M3FN": "e4m3_"}.get(el.name if isinstance(el, ScalarType) else "")
+        if kind is None:
+            em.fail(f"tt.dot_scaled scale of element type {el}",
+                    "scales are uint8 e8m0 (MX) or fp8e4nv (nvfp4)")
+        scale_kinds.add(kind)
         sh = _shape(s)
         if len(sh) != 2 or sh[0] != rows or K % sh[1] or (ks is not None and sh[1] != ks):
             em.fail(f"tt.dot_scaled scale of shape {sh} for M={M}, N={N}, K={K}")
         ks = sh[1]
     sf = K // ks if ks else K
+    if len(scale_kinds) > 1:
+        em.fail("tt.dot_scaled with an e8m0 scale on one side and an fp8e4nv scale on the other")
+    scale_kind = scale_kinds.pop() if scale_kinds else ""
     ct = "half" if "fp16" in (fa, fb) else "bfloat"
     suffix = ("f16" if ct == "half" else "bf16")
     need_fp8_support(em)
@@ -131,7 +143,7 @@ def dot_scaled(em: Emitter, op: Op) -> None:
         v = _decode(fmt, raw, nib)
         if scale is None:
             return f"msl_mx_{suffix}({v})"
-        fn = f"msl_mx_scaled_{suffix}" + ("_fast" if fast else "")
+        fn = f"msl_mx_scaled_{scale_kind}{suffix}" + ("_fast" if fast else "")
         return f"{fn}({v}, {scale}[{srow} * {ks}u + kk / {sf}u])"
 
     def elements(fmt: str, packs: int, kpack: bool, is_a: bool, scale: str | None,

@@ -6,8 +6,10 @@
 // dispatch (relaxed runs as seq_cst here). Weak compare-exchange fails only on a mismatch,
 // unless MSLTRANS_SIM_CAS_SPURIOUS=N (read by the runtime at each dispatch) makes every Nth
 // call of the dispatch fail spuriously. Metal has no strong compare-exchange.
-// What Metal lacks fails to compile: 64-bit add/sub/and/or/xor/exchange (atomic_ulong has
-// only min/max), atomic_float min/max/bitwise, atomic types other than Metal's.
+// What Metal lacks fails to compile (MSL specification, sections 2.6 and 6.15.4): any
+// operation on atomic_ulong but the void atomic_max/min_explicit on device memory (6.15.4.6,
+// MSL 2.4 and later: MSL_SIM_HAS_atomic_ulong, from msltrans/msl_version.py); atomic_float
+// min/max/bitwise; atomic types other than Metal's.
 #ifndef MSL_SIM_ATOMIC_H
 #define MSL_SIM_ATOMIC_H
 #pragma clang system_header
@@ -18,6 +20,8 @@ template <class T> struct atomic {
     static_assert(is_same<T, int>::value || is_same<T, uint>::value || is_same<T, bool>::value ||
                   is_same<T, float>::value || is_same<T, ulong>::value,
                   "Metal atomics exist for int, uint, bool, float and (min/max only) ulong");
+    static_assert(!is_same<T, ulong>::value || MSL_SIM_HAS_atomic_ulong,
+                  "atomic_ulong needs MSL 2.4 (features.h, msltrans/msl_version.py)");
     typedef T value_type;
     T __v;
 };
@@ -42,15 +46,18 @@ inline void relaxed_only(memory_order order) {
 }
 }
 #define MSL_SIM_NO64(T, what) static_assert(sizeof(T) == 4 || is_same<T, bool>::value, \
-    what " on a 64-bit atomic: Metal has no 64-bit atomic " what " (atomic_ulong supports only min and max)")
+    what " on a 64-bit atomic: Metal has no 64-bit atomic " what \
+    " (atomic_ulong has only the void atomic_max/min_explicit, MSL 6.15.4.6)")
 
 #define MSL_SIM_ATOMICS(AS)                                                                                    \
     template <class T> inline T atomic_load_explicit(const volatile AS atomic<T> *o, memory_order __mo) {        \
         __detail::relaxed_only(__mo);                                                                        \
+        MSL_SIM_NO64(T, "load");                                                                             \
         return o->__v;                                                                                       \
     }                                                                                                        \
     template <class T> inline void atomic_store_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) { \
         __detail::relaxed_only(__mo);                                                                        \
+        MSL_SIM_NO64(T, "store");                                                                            \
         o->__v = v;                                                                                          \
     }                                                                                                        \
     template <class T> inline T atomic_exchange_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) { \
@@ -111,8 +118,8 @@ inline void relaxed_only(memory_order order) {
 #define MSL_SIM_ATOMIC_MINMAX(AS, name, cmp)                                                                   \
     template <class T> inline T atomic_fetch_##name##_explicit(volatile AS atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) { \
         __detail::relaxed_only(__mo);                                                                        \
-        static_assert(__detail::is_int32<T> || is_same<T, ulong>::value,                                     \
-                      "atomic_fetch_" #name "_explicit needs atomic_int, atomic_uint or atomic_ulong");      \
+        static_assert(__detail::is_int32<T>, "atomic_fetch_" #name "_explicit needs atomic_int or atomic_uint" \
+                      " (atomic_ulong has only the void atomic_" #name "_explicit, MSL 6.15.4.6)");          \
         T old = o->__v; if (v cmp old) o->__v = v; return old;                                               \
     }
 
@@ -125,10 +132,12 @@ inline void relaxed_only(memory_order order) {
 #define MSL_SIM_FROM_BITS(b) __builtin_bit_cast(T, (MSL_SIM_BITS(T))(b))
 template <class T> inline T atomic_load_explicit(const volatile __global atomic<T> *o, memory_order __mo) {
     __detail::relaxed_only(__mo);
+    MSL_SIM_NO64(T, "load");
     return MSL_SIM_FROM_BITS(__atomic_load_n((const volatile __global MSL_SIM_BITS(T) *)&o->__v, __ATOMIC_SEQ_CST));
 }
 template <class T> inline void atomic_store_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) {
     __detail::relaxed_only(__mo);
+    MSL_SIM_NO64(T, "store");
     __atomic_store_n(MSL_SIM_DEV_PTR(o), MSL_SIM_AS_BITS(v), __ATOMIC_SEQ_CST);
 }
 template <class T> inline T atomic_exchange_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) {
@@ -195,8 +204,8 @@ template <class T> inline T atomic_fetch_sub_explicit(volatile __global atomic<T
 #define MSL_SIM_DEV_MINMAX(name)                                                                               \
     template <class T> inline T atomic_fetch_##name##_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) { \
         __detail::relaxed_only(__mo);                                                                        \
-        static_assert(__detail::is_int32<T> || is_same<T, ulong>::value,                                     \
-                      "atomic_fetch_" #name "_explicit needs atomic_int, atomic_uint or atomic_ulong");      \
+        static_assert(__detail::is_int32<T>, "atomic_fetch_" #name "_explicit needs atomic_int or atomic_uint" \
+                      " (atomic_ulong has only the void atomic_" #name "_explicit, MSL 6.15.4.6)");          \
         return __atomic_fetch_##name((volatile __global T *)&o->__v, v, __ATOMIC_SEQ_CST);                    \
     }
 MSL_SIM_DEV_BITOP(and)
@@ -206,6 +215,19 @@ MSL_SIM_DEV_MINMAX(min)
 MSL_SIM_DEV_MINMAX(max)
 #undef MSL_SIM_DEV_BITOP
 #undef MSL_SIM_DEV_MINMAX
+#if MSL_SIM_HAS_atomic_ulong
+// MSL 6.15.4.6, Atomic Modify Functions (64 Bits): void max/min on device atomic_ulong, relaxed
+// order only; Apple silicon (GPU families: the Metal Feature Set Tables), MSL 2.4 and later.
+// No threadgroup overloads: Metal has none.
+#define MSL_SIM_ATOMIC_ULONG_MINMAX(name)                                                                      \
+    inline void atomic_##name##_explicit(volatile __global atomic<ulong> *o, ulong v, memory_order __mo) { \
+        __detail::relaxed_only(__mo);                                                                        \
+        __atomic_fetch_##name((volatile __global ulong *)&o->__v, v, __ATOMIC_SEQ_CST);                      \
+    }
+MSL_SIM_ATOMIC_ULONG_MINMAX(min)
+MSL_SIM_ATOMIC_ULONG_MINMAX(max)
+#undef MSL_SIM_ATOMIC_ULONG_MINMAX
+#endif
 #undef MSL_SIM_BITS
 #undef MSL_SIM_DEV_PTR
 #undef MSL_SIM_AS_BITS

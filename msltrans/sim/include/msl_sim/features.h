@@ -8,6 +8,8 @@
 #if __METAL_VERSION__ < 310
 #error "msltrans supports MSL 3.1 and later"
 #endif
+// MSL §2.6 Atomic Data Types and §6.15.4.6 Atomic Modify Functions (64 Bits) (atomic_ulong, its void max/min: Metal 2.4 and later, Apple silicon)
+#define MSL_SIM_HAS_atomic_ulong (__METAL_VERSION__ >= 240)
 // MSL §2.1 Scalar Data Types (bfloat: Metal 3.1 and later)
 #define MSL_SIM_HAS_bfloat (__METAL_VERSION__ >= 310)
 // MSL §6.15.2 Thread Scope (Metal 3.2 and later, Apple silicon)
