@@ -4,10 +4,17 @@ Each one does the work of a common Triton program (the shapes of Triton's tutori
 03 and 05, and a row reduction) with the same stress on the compiler: 1-D and 2-D blocked
 layouts, masks on ragged edges, loops over column blocks, a K loop with a grouped program
 order. They run unchanged on Triton's CUDA backend (the reference side of the GPU proxy) and
-through msltrans.
+through msltrans. `flash_attn_fwd` is not written here: it is the tutorial-06-shaped forward
+of the project's workload tests (tests/e2e/workloads/test_attention.py), imported from there
+so the proxy times exactly the kernel the tests check.
 """
 
 from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import Any
 
 import triton
 import triton.language as tl
@@ -156,3 +163,38 @@ def attn_fwd(q_ptr, k_ptr, v_ptr, o_ptr, n_ctx, scale, HEAD: tl.constexpr,
     acc = acc / l_i[:, None]
     tl.store(o_ptr + base + rows[:, None] * HEAD + d[None, :], acc.to(o_ptr.dtype.element_ty),
              mask=rows[:, None] < n_ctx)
+
+
+class _InertPytest(types.ModuleType):
+    """Stands in for pytest while a test module is imported on a machine without it (the lent
+    GPU): every attribute is another stand-in, and calling one returns the decorated function
+    (`@pytest.fixture(...)`, `@pytest.mark.parametrize(...)`) or itself."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # module protocol (__file__, __path__, ...): not there
+            raise AttributeError(name)
+        return _InertPytest(name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and callable(args[0]) and not kwargs:
+            return args[0]
+        return self
+
+
+def _workload_kernel(module: str, name: str) -> Any:
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name != "pytest":
+            raise
+        sys.modules["pytest"] = _InertPytest("pytest")
+        try:
+            mod = importlib.import_module(module)
+        finally:
+            del sys.modules["pytest"]
+    return getattr(mod, name)
+
+
+# Tutorial 06's forward: device tensor descriptors, the online softmax in a helper, causal as
+# two sweeps; writes O and the row statistic (base-2 log-sum-exp) for the backward.
+flash_attn_fwd = _workload_kernel("tests.e2e.workloads.test_attention", "flash_attn_fwd")
