@@ -8,8 +8,8 @@ inline float msl_pow2(int k) {  // 2^k, exact, for k in [-126, 127]
 // CUDA's ilogbf: the unbiased exponent; INT_MIN for zero and NaN, INT_MAX for infinity.
 inline int msl_ilogb(float x) {
     uint b = as_type<uint>(x) & 0x7fffffffu;
-    if (b == 0u || b > 0x7f800000u) return INT_MIN;
-    if (b == 0x7f800000u) return INT_MAX;
+    if (b == 0u || b > 0x7f800000u) return -2147483647 - 1;  // INT_MIN
+    if (b == 0x7f800000u) return 2147483647;  // INT_MAX
     int e = int(b >> 23);
     return e != 0 ? e - 127 : -118 - int(clz(b));  // subnormal: 2^-149 * b
 }

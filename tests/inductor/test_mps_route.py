@@ -18,7 +18,7 @@ import msltrans.inductor
 import msltrans.runtime.mps as mps_runtime
 import msltrans.sim
 from msltrans.errors import MetalPointerDeviceError
-from tests.support.kernels import add_kernel
+from tests.support.kernels import vadd_kernel
 
 
 def test_mps_registrations_are_made_and_undone(monkeypatch) -> None:
@@ -102,7 +102,7 @@ def test_cpu_kernels_run_on_the_simulator_next_to_an_mps_driver(mps_driver) -> N
     # A hand-written launch still targets the MPS engine: CPU tensors are refused there.
     a, b, out = torch.randn(100), torch.randn(100), torch.empty(100)
     with pytest.raises(MetalPointerDeviceError, match="'mps'"):
-        add_kernel[(1,)](a, b, out, 100, BLOCK_SIZE=128)
+        vadd_kernel[(1,)](a, b, out, 100, BLOCK=128)
 
 
 HAS_MPS = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
