@@ -47,7 +47,7 @@ FEATURES: tuple[Feature, ...] = (
             "5.2.3.6, Table 5.8", "1.0; SIMD-group ids 2.0", "program ids, lanes, warps"),
     Feature("static_assert", ("static_assert",), "1.5 (C++ constructs)", "1.0",
             "the scalar-argument struct's size"),
-    Feature("integer functions", ("clz", "ctz", "popcount", "mulhi", "min", "max"),
+    Feature("integer functions", ("clz", "ctz", "popcount", "mulhi", "min", "max", "clamp"),
             "6.3, Table 6.2", "1.0", "bit ops, umulhi, integer min/max"),
     Feature("relational functions", ("isnan", "isinf", "isfinite", "signbit", "select"),
             "6.4, Table 6.3", "1.0", "NaN-aware min/max, predicates"),
@@ -81,7 +81,7 @@ FEATURES: tuple[Feature, ...] = (
     Feature("fences", ("atomic_thread_fence", "memory_order_seq_cst", "thread_scope_device",
                        "thread_scope_threadgroup"), "6.15.1-6.15.3", "3.2",
             "sem != 'relaxed', volatile loads"),
-    Feature("float constants", ("NAN",), "6.5, Table 6.5",
+    Feature("float constants", ("NAN", "INFINITY"), "6.5, Table 6.5",
             "1.2", "NaN literals"),
 )
 
@@ -92,8 +92,8 @@ UNUSED: frozenset[str] = frozenset({
     "rhadd", "madhi", "madsat", "mad24", "mul24", "rotate", "reverse_bits", "extract_bits",
     "insert_bits", "median3", "max3", "min3", "all", "any", "isnormal", "isordered",
     "isunordered", "fract", "frexp", "ldexp", "ilogb", "modf", "nextafter", "powr", "sincos",
-    "sinpi", "cospi", "tanpi", "fdim", "INT_MAX", "INFINITY", "simd_broadcast",
-    "INT_MIN", "abs", "clamp", "simd_sum", "dot", "cross", "length", "distance",
+    "sinpi", "cospi", "tanpi", "fdim", "INT_MAX", "simd_broadcast",
+    "INT_MIN", "abs", "simd_sum", "dot", "cross", "length", "distance",
     "normalize", "simd_prefix_inclusive_sum", "simd_prefix_exclusive_sum", "simd_max",
     "simd_min", "simd_product", "simd_and", "simd_or", "simd_xor", "simd_shuffle_up",
     "simd_shuffle_down", "simd_ballot", "simd_all", "simd_any", "simdgroup_barrier",

@@ -45,3 +45,6 @@ def test_wheel_ships_templates_headers_and_entry_points(tmp_path: Path) -> None:
     assert not py - names, f"modules missing from the wheel: {sorted(py - names)}"
     assert ep["triton.backends"]["metal"] == "msltrans.backend"
     assert ep["console_scripts"]["msltrans"] == "msltrans.cli:main"
+    # does nothing unless MSLTRANS_INDUCTOR=1 (msltrans/inductor/autoload.py)
+    assert ep["torch.backends"]["msltrans_inductor"] == "msltrans.inductor.autoload:autoload"
+    assert "cpu" not in ep["triton.backends"], "a static `cpu` Triton backend changes has_triton()"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from triton.backends.compiler import GPUTarget
@@ -26,6 +27,11 @@ MAX_THREADS = 1024
 WARP_SIZE = 32
 NOMINAL_REGS_PER_THREAD = 32  # Metal reports no register use; nominal, keeps occupancy maths finite
 ENGINES = ("mps", "sim")
+# First line of the MSL of a torch.compile kernel for CPU tensors (msltrans.inductor): such a
+# kernel runs on the simulator even where the driver's engine is the Apple GPU.
+SIM_ENGINE_MARKER = "// msltrans engine: sim (a torch.compile kernel for CPU tensors)\n"
+# Inductor's Triton targets (GPUTarget(<torch device type>, ...)) that msltrans.inductor compiles
+INDUCTOR_TARGETS = ("cpu", "mps")
 
 _probing = False
 
@@ -90,8 +96,9 @@ def _is_our_device(device: Any, device_type: str, ident: int | str) -> bool:
 class MetalUtils:
     """What Triton's CompiledKernel calls on `driver.active.utils`."""
 
-    def __init__(self, engine: Any) -> None:
+    def __init__(self, engine: Any, sim_engine: Callable[[], Any] | None = None) -> None:
         self.engine = engine
+        self.sim_engine = sim_engine or (lambda: engine)
 
     def load_binary(self, name: str, kernel: bytes | str, shared: int, device: Any
                     ) -> tuple[Any, Any, int, int, int]:
@@ -100,8 +107,9 @@ class MetalUtils:
             raise MetalNonRecoverableError(
                 f"kernel `{name}` needs {shared} bytes of threadgroup memory; Metal has "
                 f"{MAX_SHARED_MEM}")
-        function = self.engine.load(source, name)
-        return source, function, NOMINAL_REGS_PER_THREAD, 0, self.engine.max_threads(function)
+        engine = self.sim_engine() if source.startswith(SIM_ENGINE_MARKER) else self.engine
+        function = engine.load(source, name)
+        return source, function, NOMINAL_REGS_PER_THREAD, 0, engine.max_threads(function)
 
     def unload_module(self, module: Any) -> None:
         # Libraries stay in the engine's per-process cache: a recompiled CompiledKernel with
@@ -124,12 +132,13 @@ class MetalUtils:
 
 class MetalDriver(DriverBase):
 
-    def __init__(self) -> None:
+    def __init__(self, engine_name: str | None = None) -> None:
         super().__init__()
-        self.engine_name = select_engine()
+        self.engine_name = engine_name or select_engine()
         self.engine = make_engine(self.engine_name)
-        self.utils = MetalUtils(self.engine)
-        self.launcher_cls = functools.partial(_launch.Launcher, engine=self.engine)
+        self._sim_engine = self.engine if self.engine_name == "sim" else None
+        self.utils = MetalUtils(self.engine, self.sim_engine)
+        self.launcher_cls = self.make_launcher
         self.device_id = device_id(self.engine.device_type)
         if self.engine_name == "mps":
             self.chip = chip_slug(self.engine.device_name())
@@ -137,6 +146,25 @@ class MetalDriver(DriverBase):
             from msltrans.ir.pipeline import DEFAULT_CHIP
 
             self.chip = DEFAULT_CHIP
+
+    def sim_engine(self) -> Any:
+        """The engine of torch.compile's kernels for CPU tensors: the simulator, also on a Mac
+        (created there on first use)."""
+        if self._sim_engine is None:
+            self._sim_engine = make_engine("sim")
+        return self._sim_engine
+
+    def make_launcher(self, src: Any, metadata: Any) -> Any:
+        """Triton's `launcher_cls(src, metadata)`: kernels that Inductor compiled for CPU or MPS
+        tensors (msltrans.inductor) get a launcher that counts their launches, on the engine
+        of their tensors' device; every other kernel runs on this driver's engine."""
+        backend = getattr(getattr(metadata, "target", None), "backend", "metal")
+        if backend not in INDUCTOR_TARGETS:
+            return _launch.Launcher(src, metadata, engine=self.engine)
+        from msltrans.inductor import launch_count
+
+        engine = self.sim_engine() if backend == "cpu" else self.engine
+        return launch_count.InductorLauncher(src, metadata, engine=engine)
 
     @staticmethod
     def is_active() -> bool:

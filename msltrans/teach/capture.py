@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from msltrans import cli
+from msltrans import cli, cli_signature
 from msltrans.errors import MetalNonRecoverableError
 
 
@@ -89,14 +89,17 @@ def capture(args: argparse.Namespace) -> Capture:
     else:
         fn = cli._load_kernel(path, args.kernel)
         try:
-            signature, constexprs = cli.infer_signature(
+            assumed = cli_signature.infer(
                 fn, cli._split_pairs(args.signature, "--signature"),
-                cli._split_pairs(args.constexpr, "--constexpr"))
-        except cli._MissingSpecialization as missing:
+                cli._split_pairs(args.constexpr, "--constexpr"),
+                cli._names(getattr(args, "unaligned", None)),
+                cli._names(getattr(args, "divisible", None)), cli._parse_constexpr)
+        except cli_signature.MissingSpecialization as missing:
             if args.signature or args.constexpr or not cli._runs_as_script(path):
                 cli._fail(str(missing))
             return capture_from_run(path, fn)
-        src = ASTSource(fn, signature, constexprs)
+        signature, constexprs = assumed.signature, assumed.constexprs
+        src = ASTSource(fn, signature, constexprs, assumed.attrs(list(fn.arg_names)))
         opts = {"num_warps": args.num_warps or 4}
         kernel = fn.__name__
         note = "compiled for " + ", ".join(

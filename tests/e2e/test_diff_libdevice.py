@@ -90,13 +90,13 @@ def test_libdevice_basics() -> None:
 
 
 @triton.jit
-def log1p_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+def sinpi_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
-    tl.store(out_ptr + offs, libdevice.log1p(tl.load(x_ptr + offs)))
+    tl.store(out_ptr + offs, libdevice.sinpi(tl.load(x_ptr + offs)))
 
 
 def test_unknown_libdevice_symbol_is_refused() -> None:
-    with pytest.raises(MetalNonRecoverableError, match=r"__nv_log1pf.*no Metal equivalent.*"
+    with pytest.raises(MetalNonRecoverableError, match=r"__nv_sinpif.*no Metal equivalent.*"
                        r"ops_libdevice.py"):
-        compile_with_libdevice(log1p_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32"},
+        compile_with_libdevice(sinpi_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32"},
                                {"BLOCK": BLOCK})

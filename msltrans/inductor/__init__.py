@@ -1,0 +1,49 @@
+"""torch.compile through msltrans: Inductor's Triton kernels on the simulator or on MPS.
+
+    import msltrans.inductor
+    msltrans.inductor.enable()          # or MSLTRANS_INDUCTOR=1 in the environment
+    model = torch.compile(model)        # its Triton kernels now run through msltrans
+
+On Linux, Inductor's kernels for CPU tensors run on msltrans's Metal simulator; on a Mac,
+kernels for `mps` tensors run on the Apple GPU and those for CPU tensors on the simulator.
+`disable()` undoes it. `launches()` says which Triton kernels ran through msltrans.
+This module imports nothing heavy: torch and triton load when a function is called.
+"""
+
+from __future__ import annotations
+
+from msltrans.inductor.state import ENV, enabled
+
+
+def enable() -> None:
+    """Route Inductor's Triton kernels through msltrans (msltrans.inductor.route)."""
+    from msltrans.inductor import route
+
+    route.enable()
+
+
+def disable() -> None:
+    """Undo `enable()`."""
+    from msltrans.inductor import route
+
+    route.disable()
+
+
+def is_enabled() -> bool:
+    return enabled()
+
+
+def launches() -> dict[str, int]:
+    """Launches of torch.compile's Triton kernels through msltrans, per kernel name."""
+    from msltrans.inductor import launch_count as _launches
+
+    return _launches.launches()
+
+
+def reset_launches() -> None:
+    from msltrans.inductor import launch_count as _launches
+
+    _launches.reset_launches()
+
+
+__all__ = ["ENV", "disable", "enable", "is_enabled", "launches", "reset_launches"]
