@@ -76,8 +76,18 @@ HAND = Path(__file__).resolve().parents[2] / "benchmarks" / "proxy" / "reference
     "attention.metal"
 
 # name -> context manager factory: the compiler paths every case runs on (see the docstring)
+@contextlib.contextmanager
+def _fragments(on: bool) -> Iterator[None]:
+    """The dot results in simdgroup fragments (the default) or every dot staged through
+    threadgroup tiles (MSLTRANS_DOT_FRAGMENTS=0, read while `lower_module` runs)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MSLTRANS_DOT_FRAGMENTS", "1" if on else "0")
+        yield
+
+
 PATHS: dict[str, Callable[[], contextlib.AbstractContextManager[Any]]] = {
-    "default": contextlib.nullcontext,
+    "fragment": lambda: _fragments(True),
+    "staged": lambda: _fragments(False),
 }
 
 
