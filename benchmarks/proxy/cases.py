@@ -58,6 +58,10 @@ class Size:
     launch: Launch
     hand: Hand | None
     work: float  # bytes moved (memory-bound) or flops (matmul) per run
+    # Triton's CUDA backend with other tiles than msltrans (None: the same launch), where
+    # the tile a Mac wants (32 KB of threadgroup memory, simdgroup fragments in registers)
+    # is not the one a Hopper GPU wants: each side then runs its own best-suited tile
+    triton_launch: Launch | None = None
 
 
 @dataclass(frozen=True)
@@ -213,15 +217,17 @@ def _matmul(m: int, n: int, k: int, dtype: str, bk: int) -> Size:
                 launch, hand, 2.0 * m * n * k)
 
 
-# Attention forward, fp16, q/k/v/o [Z*H, N, D] contiguous. Both Triton kernels run with
-# tutorial 06's test configuration, BLOCK_M = 128, BLOCK_N = 64, 4 warps, on both sides
-# (msltrans and Triton's CUDA backend): on Hopper the tutorial's autotuner may pick it (its
-# pruning keeps 4 warps for blocks under 128x128), and it is the tile msltrans compiles for
-# Apple within 32 KB of threadgroup memory at head dims 64 and 128. The hand kernel uses
-# MLX's own tiles (32 queries, 4 simdgroups, 32 / 16 keys per step). Z = H = 8 at the time
-# size and 2 at the check size: neither is 1 nor a multiple of 16, so both sizes compile to
-# the same MSL.
-ATTN_BM, ATTN_BN, ATTN_WARPS = 128, 64, 4
+# Attention forward, fp16, q/k/v/o [Z*H, N, D] contiguous. Each side runs the tile it is
+# suited for: Triton's CUDA backend tutorial 06's test configuration, BLOCK_M = 128,
+# BLOCK_N = 64, 4 warps (on Hopper its autotuner may pick it); msltrans BLOCK_M = 64,
+# BLOCK_N = 32, 4 warps, the tile a Mac user picks: the QKᵀ result and the accumulator stay
+# in simdgroup fragments (16 rows per simdgroup) and the K/V tiles fit Apple's 32 KB of
+# threadgroup memory at head dims 64 and 128 (at 128 x 64 the fragments would not fit in
+# registers and d128's tiles not in 32 KB). The hand kernel uses MLX's own tiles (32
+# queries, 4 simdgroups, 32 / 16 keys per step). Z = H = 8 at the time size and 2 at the
+# check size: neither is 1 nor a multiple of 16, so both sizes compile to the same MSL.
+ATTN_BM, ATTN_BN, ATTN_WARPS = 64, 32, 4
+TRITON_ATTN_BM, TRITON_ATTN_BN = 128, 64
 _QKVO = ("q", "k", "v", "o")
 
 
@@ -243,30 +249,35 @@ def _attn_inputs(z: int, h: int, n: int, d: int, lse: bool) -> dict[str, tuple[s
 def _attn_plain(z: int, h: int, n: int, d: int, causal: bool) -> Size:
     """benchmarks/proxy/kernels.py's attn_fwd: scale = sm_scale · log2(e) from the host."""
     scale = d ** -0.5 * LOG2E
-    launch = Launch((n // ATTN_BM, z * h, 1),
-                    {"q_ptr": "q", "k_ptr": "k", "v_ptr": "v", "o_ptr": "o", "n_ctx": n,
-                     "scale": scale},
-                    {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "o_ptr": "*fp16",
-                     "n_ctx": "i32", "scale": "fp32"},
-                    {"HEAD": d, "BM": ATTN_BM, "BN": ATTN_BN, "CAUSAL": causal}, ATTN_WARPS)
+    def launch(bm: int, bn: int) -> Launch:
+        return Launch((n // bm, z * h, 1),
+                      {"q_ptr": "q", "k_ptr": "k", "v_ptr": "v", "o_ptr": "o", "n_ctx": n,
+                       "scale": scale},
+                      {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "o_ptr": "*fp16",
+                       "n_ctx": "i32", "scale": "fp32"},
+                      {"HEAD": d, "BM": bm, "BN": bn, "CAUSAL": causal}, ATTN_WARPS)
     flops = 4.0 * z * h * n * n * d * (0.5 if causal else 1.0)
-    return Size(_attn_inputs(z, h, n, d, False), ("o",), launch,
-                _attn_hand(z, h, n, d, causal, False), flops)
+    return Size(_attn_inputs(z, h, n, d, False), ("o",), launch(ATTN_BM, ATTN_BN),
+                _attn_hand(z, h, n, d, causal, False), flops,
+                launch(TRITON_ATTN_BM, TRITON_ATTN_BN))
 
 
 def _attn_tutorial(z: int, h: int, n: int, d: int, causal: bool) -> Size:
     """tests/e2e/workloads/test_attention.py's flash_attn_fwd (tutorial 06's shape): device
     tensor descriptors, O and the row statistic; the hand kernel writes both too."""
-    launch = Launch((n // ATTN_BM, z * h, 1),
-                    {"sm_scale": d ** -0.5, "lse_ptr": "lse", "Z": z, "H": h, "q": "q",
-                     "k": "k", "v": "v", "o": "o", "N_CTX": n},
-                    {"sm_scale": "fp32", "lse_ptr": "*fp32", "Z": "i32", "H": "i32",
-                     "q": "*fp16", "k": "*fp16", "v": "*fp16", "o": "*fp16", "N_CTX": "i32"},
-                    {"HEAD_DIM": d, "BLOCK_M": ATTN_BM, "BLOCK_N": ATTN_BN, "FP8": False,
-                     "CAUSAL": causal}, ATTN_WARPS)
+    def launch(bm: int, bn: int) -> Launch:
+        return Launch((n // bm, z * h, 1),
+                      {"sm_scale": d ** -0.5, "lse_ptr": "lse", "Z": z, "H": h, "q": "q",
+                       "k": "k", "v": "v", "o": "o", "N_CTX": n},
+                      {"sm_scale": "fp32", "lse_ptr": "*fp32", "Z": "i32", "H": "i32",
+                       "q": "*fp16", "k": "*fp16", "v": "*fp16", "o": "*fp16",
+                       "N_CTX": "i32"},
+                      {"HEAD_DIM": d, "BLOCK_M": bm, "BLOCK_N": bn, "FP8": False,
+                       "CAUSAL": causal}, ATTN_WARPS)
     flops = 4.0 * z * h * n * n * d * (0.5 if causal else 1.0)
-    return Size(_attn_inputs(z, h, n, d, True), ("o", "lse"), launch,
-                _attn_hand(z, h, n, d, causal, True), flops)
+    return Size(_attn_inputs(z, h, n, d, True), ("o", "lse"), launch(ATTN_BM, ATTN_BN),
+                _attn_hand(z, h, n, d, causal, True), flops,
+                launch(TRITON_ATTN_BM, TRITON_ATTN_BN))
 
 
 def _attn_cases() -> list[Case]:

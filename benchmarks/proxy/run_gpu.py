@@ -115,7 +115,7 @@ class Runner:
 
     def triton_launcher(self, case: Case, size: Size, t: dict[str, Any]) -> Any:
         fn = getattr(kernels, case.kernel)
-        launch = size.launch
+        launch = size.triton_launch or size.launch
         args = [t[v] if isinstance(v, str) else v for v in launch.args.values()]
 
         def run() -> None:
