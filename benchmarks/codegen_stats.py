@@ -12,16 +12,21 @@ integers divisible by 16, integers equal to 1 as constants):
               memory in the simulator's clang -O2 build (benchmarks/sim_stack.py)
   frame       the kernel function's frame in that build (-fstack-usage: x86-64 spills and
               the simulator's own objects included)
-  bar/iter    threadgroup barriers in one iteration of the first loop (or the kernel)
+  bar/iter    threadgroup barriers in one iteration of the first loop (or the kernel);
+              for attention: per KV step
   tg bytes    threadgroup memory of the kernel
+  unpadded    tt.dot operand tiles staged without the 16-byte row padding (bank-conflict
+              prone; `pad=no` on the lowering's `// msltrans-dot:` line)
 
 Table 2, tt.dot kernels on the path the lowering picks and on the forced fallbacks:
 
-  path        the dot path (simdgroup | registers | scratch), from the lowering's own
+  path        the dot path (fragment | simdgroup | registers | scratch), from the lowering's own
               `// msltrans-dot:` stats line
-  acc         simdgroup path: where C comes from each step — resident (a K loop's
+  acc         simdgroup paths: where C comes from each step — resident (a K loop's
               accumulator kept in simdgroup matrices, lower/dot/resident.py), staged (through
-              scratch every step), zero (filled); "-" for the other paths
+              scratch every step), regs (the fragment path: this thread's registers ARE the
+              matrices' elements, lower/dot/fragment_mma.py), zero (filled); "-" for the
+              other paths
   mma/step    simdgroup MMAs one tt.dot executes (all simdgroups; one K step of the loop)
   mma/sg      ... of those, the most one simdgroup executes (the critical path)
   tg bytes    threadgroup memory of the whole kernel (MslProgram.shared_bytes)
@@ -118,7 +123,8 @@ def row(name: str, program: MslProgram) -> dict[str, Any]:
     body = program.source[program.source.index("kernel void"):]
     step = k_step_text(program.source)
     paths = "+".join(s["path"] for s in stats)
-    fma = sum(int(s["regs_out"]) * int(s["k"]) for s in stats if s["path"] != "simdgroup")
+    fma = sum(int(s["regs_out"]) * int(s["k"]) for s in stats
+              if s["path"] not in ("simdgroup", "fragment"))
     return {
         "kernel": name, "path": paths,
         "acc": "+".join(s.get("c", "-") for s in stats),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -72,9 +73,12 @@ def _run_sim_hand(hand: Hand, data: dict[str, np.ndarray]) -> None:
     for i, a in enumerate(hand.args):
         if isinstance(a, str):
             args.append(data[a])
-        else:
-            casts[i] = {"i32": "int32", "fp32": "float"}[a[0]]
+        elif a[0] == "i32":
+            casts[i] = "int32"
             args.append(a[1])
+        else:  # a Python float travels as fp32 (torch.mps's rule, kept by the simulator)
+            assert a[0] == "fp32", a
+            args.append(float(a[1]))
     gx, gy, gz = hand.grid
     getattr(lib, hand.kernel)(*args, threads=(gx * hand.threads, gy, gz),
                               group_size=(hand.threads, 1, 1), arg_casts=casts)
@@ -82,6 +86,30 @@ def _run_sim_hand(hand: Hand, data: dict[str, np.ndarray]) -> None:
 
 def _params(program: Any) -> list[dict[str, Any]]:
     return [{"name": p.name, "kind": p.kind, "type": p.triton_type} for p in program.params]
+
+
+def _launch_args(program: Any, mapped: Any, case: Case) -> dict[str, Any]:
+    """How run_gpu.py binds the mapped kernel: the pointer parameters (by Triton argument
+    name, in buffer order) and the scalar-argument struct's bytes at each size, packed by
+    msltrans's own launcher code (`MslProgram.engine_args`), so the GPU receives exactly the
+    bytes Metal's `setBytes` would."""
+    pointers = [p.name for p in program.params if p.kind == "pointer"]
+    kinds = [p.pointer for p in mapped.params]
+    want = [True] * len(pointers) + ([False] if program.args_size else [])
+    if kinds != want:
+        raise SystemExit(f"{case.name}: the mapped kernel takes {kinds} (pointer?) parameters, "
+                         f"msltrans's program {want}")
+    out: dict[str, Any] = {"buffers": pointers}
+    if program.args_size:
+        struct = {}
+        for which, size in (("check", case.check), ("time", case.time)):
+            values = [size.launch.args[p.name] for p in program.params]
+            struct[which] = bytes(program.engine_args(values)[-1]).hex()
+            if len(struct[which]) != 2 * program.args_size:
+                raise SystemExit(f"{case.name}: the argument struct packs to "
+                                 f"{len(struct[which]) // 2} bytes, not {program.args_size}")
+        out["args_struct"] = struct
+    return out
 
 
 def build_case(case: Case, out: Path, index: int) -> dict[str, Any]:
@@ -97,7 +125,11 @@ def build_case(case: Case, out: Path, index: int) -> dict[str, Any]:
     _run_sim_program(program, case.check, data)
     saved = {f"in_{k}": v for k, v in inputs.items()}
     saved.update({f"msl_{k}": data[k] for k in case.check.outputs})
-    entry: dict[str, Any] = {"name": case.name, "check": f"{tag}.npz", "variants": {}}
+    # msltrans's tt.dot paths, from the `// msltrans-dot:` lines (no simdgroup MMA on the
+    # register path: no stand-in variant then, and the table says why)
+    dots = re.findall(r"// msltrans-dot: path=(\w+)", program.source)
+    entry: dict[str, Any] = {"name": case.name, "check": f"{tag}.npz", "variants": {},
+                             "dot_paths": dots}
     has_mma = "simdgroup_multiply_accumulate" in program.source
     mapped = map_msl(program.source)
     for standin in ((False, True) if has_mma else (False,)):
@@ -105,7 +137,8 @@ def build_case(case: Case, out: Path, index: int) -> dict[str, Any]:
         b = build(mapped.cuda, name, out, (STANDIN,) if standin else ())
         entry["variants"]["msltrans" + (" (MMA stand-in)" if standin else "")] = {
             "cubin": b.cubin.name, "kernel": mapped.kernel, "threads": mapped.threads,
-            "params": _params(program), "static": _static(b)}
+            "params": _params(program), **_launch_args(program, mapped, case),
+            "static": _static(b)}
     hand = case.check.hand
     if hand is not None:
         hdata = {k: v.copy() for k, v in inputs.items()}
@@ -135,11 +168,18 @@ def main() -> int:
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    manifest = []
+    manifest, failed = [], 0
     for i, case in enumerate(CASES):
         if a.cases and not any(s in case.name for s in a.cases):
             continue
-        entry = build_case(case, out, i)
+        try:
+            entry = build_case(case, out, i)
+        except Exception as exc:  # noqa: BLE001 - one broken case must not lose the others
+            reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            print(f"{case.name:40s} FAILED {reason[:400]}")
+            manifest.append({"name": case.name, "index": i, "failed": reason, "variants": {}})
+            failed += 1
+            continue
         entry["index"] = i
         manifest.append(entry)
         for variant, v in entry["variants"].items():
@@ -148,7 +188,7 @@ def main() -> int:
             print(f"{case.name:40s} {variant:26s} regs={s['registers']:3d} "
                   f"stack={s['stack']:3d} {mix}")
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -57,6 +58,10 @@ class Size:
     launch: Launch
     hand: Hand | None
     work: float  # bytes moved (memory-bound) or flops (matmul) per run
+    # Triton's CUDA backend with other tiles than msltrans (None: the same launch), where
+    # the tile a Mac wants (32 KB of threadgroup memory, simdgroup fragments in registers)
+    # is not the one a Hopper GPU wants: each side then runs its own best-suited tile
+    triton_launch: Launch | None = None
 
 
 @dataclass(frozen=True)
@@ -122,6 +127,28 @@ def _ref_rowsum(t: dict[str, Any]) -> dict[str, Any]:
 
 def _ref_matmul(t: dict[str, Any]) -> dict[str, Any]:
     return {"c": _t(t["a"]) @ _t(t["b"])}
+
+
+LOG2E = 1.4426950408889634
+
+
+def _ref_attention(t: dict[str, Any], sm_scale: float, causal: bool) -> dict[str, Any]:
+    """softmax(Q Kᵀ · sm_scale) V in float64, and the base-2 log-sum-exp of the scaled scores
+    (the tutorial kernel's row statistic), a few heads at a time (a 4096² float64 score matrix
+    per head)."""
+    import torch
+
+    q, k, v = _t(t["q"]), _t(t["k"]), _t(t["v"])
+    o, lse = torch.empty_like(q), torch.empty(q.shape[:2], dtype=q.dtype, device=q.device)
+    n = q.shape[1]
+    hidden = torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1) if causal else None
+    for h0 in range(0, q.shape[0], 4):
+        s = q[h0:h0 + 4] @ k[h0:h0 + 4].transpose(1, 2) * sm_scale
+        if hidden is not None:
+            s = s.masked_fill(hidden, float("-inf"))
+        o[h0:h0 + 4] = torch.softmax(s, dim=-1) @ v[h0:h0 + 4]
+        lse[h0:h0 + 4] = torch.logsumexp(s, dim=-1) * LOG2E
+    return {"o": o, "lse": lse}
 
 
 # ---- the cases ---------------------------------------------------------------------------
@@ -190,6 +217,84 @@ def _matmul(m: int, n: int, k: int, dtype: str, bk: int) -> Size:
                 launch, hand, 2.0 * m * n * k)
 
 
+# Attention forward, fp16, q/k/v/o [Z*H, N, D] contiguous. Each side runs the tile it is
+# suited for: Triton's CUDA backend tutorial 06's test configuration, BLOCK_M = 128,
+# BLOCK_N = 64, 4 warps (on Hopper its autotuner may pick it); msltrans BLOCK_M = 64,
+# BLOCK_N = 32, 4 warps, the tile a Mac user picks: the QKᵀ result and the accumulator stay
+# in simdgroup fragments (16 rows per simdgroup) and the K/V tiles fit Apple's 32 KB of
+# threadgroup memory at head dims 64 and 128 (at 128 x 64 the fragments would not fit in
+# registers and d128's tiles not in 32 KB). The hand kernel uses MLX's own tiles (32
+# queries, 4 simdgroups, 32 / 16 keys per step). Z = H = 8 at the time size and 2 at the
+# check size: neither is 1 nor a multiple of 16, so both sizes compile to the same MSL.
+ATTN_BM, ATTN_BN, ATTN_WARPS = 64, 32, 4
+TRITON_ATTN_BM, TRITON_ATTN_BN = 128, 64
+_QKVO = ("q", "k", "v", "o")
+
+
+def _attn_hand(z: int, h: int, n: int, d: int, causal: bool, lse: bool) -> Hand:
+    scale = float(np.float32(d ** -0.5 * LOG2E))
+    return Hand("attention.metal", "attention", 128,
+                {"HEAD_DIM": str(d), "CAUSAL": str(int(causal)), "WRITE_LSE": str(int(lse))},
+                (n // 32, z * h, 1),
+                [*_QKVO, "lse" if lse else "lse_unused", ("i32", n), ("fp32", scale)],
+                exact=False)
+
+
+def _attn_inputs(z: int, h: int, n: int, d: int, lse: bool) -> dict[str, tuple[str, Any]]:
+    inputs: dict[str, tuple[str, Any]] = {x: ("*fp16", (z * h, n, d)) for x in _QKVO}
+    inputs["lse" if lse else "lse_unused"] = ("*fp32", (z * h, n) if lse else (1,))
+    return inputs
+
+
+def _attn_plain(z: int, h: int, n: int, d: int, causal: bool) -> Size:
+    """benchmarks/proxy/kernels.py's attn_fwd: scale = sm_scale · log2(e) from the host."""
+    scale = d ** -0.5 * LOG2E
+    def launch(bm: int, bn: int) -> Launch:
+        return Launch((n // bm, z * h, 1),
+                      {"q_ptr": "q", "k_ptr": "k", "v_ptr": "v", "o_ptr": "o", "n_ctx": n,
+                       "scale": scale},
+                      {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "o_ptr": "*fp16",
+                       "n_ctx": "i32", "scale": "fp32"},
+                      {"HEAD": d, "BM": bm, "BN": bn, "CAUSAL": causal}, ATTN_WARPS)
+    flops = 4.0 * z * h * n * n * d * (0.5 if causal else 1.0)
+    return Size(_attn_inputs(z, h, n, d, False), ("o",), launch(ATTN_BM, ATTN_BN),
+                _attn_hand(z, h, n, d, causal, False), flops,
+                launch(TRITON_ATTN_BM, TRITON_ATTN_BN))
+
+
+def _attn_tutorial(z: int, h: int, n: int, d: int, causal: bool) -> Size:
+    """tests/e2e/workloads/test_attention.py's flash_attn_fwd (tutorial 06's shape): device
+    tensor descriptors, O and the row statistic; the hand kernel writes both too."""
+    def launch(bm: int, bn: int) -> Launch:
+        return Launch((n // bm, z * h, 1),
+                      {"sm_scale": d ** -0.5, "lse_ptr": "lse", "Z": z, "H": h, "q": "q",
+                       "k": "k", "v": "v", "o": "o", "N_CTX": n},
+                      {"sm_scale": "fp32", "lse_ptr": "*fp32", "Z": "i32", "H": "i32",
+                       "q": "*fp16", "k": "*fp16", "v": "*fp16", "o": "*fp16",
+                       "N_CTX": "i32"},
+                      {"HEAD_DIM": d, "BLOCK_M": bm, "BLOCK_N": bn, "FP8": False,
+                       "CAUSAL": causal}, ATTN_WARPS)
+    flops = 4.0 * z * h * n * n * d * (0.5 if causal else 1.0)
+    return Size(_attn_inputs(z, h, n, d, True), ("o", "lse"), launch(ATTN_BM, ATTN_BN),
+                _attn_hand(z, h, n, d, causal, True), flops,
+                launch(TRITON_ATTN_BM, TRITON_ATTN_BN))
+
+
+def _attn_cases() -> list[Case]:
+    out = []
+    for kernel, size, label in (("attn_fwd", _attn_plain, "attention fwd"),
+                                ("flash_attn_fwd", _attn_tutorial, "tutorial-06 attention fwd")):
+        for d in (64, 128):
+            for causal in (False, True):
+                ref = partial(_ref_attention, sm_scale=d ** -0.5, causal=causal)
+                name = f"{label} fp16 d{d}{' causal' if causal else ''} 64x4096"
+                # exp2: the simulator's is the host libm's, CUDA's exp2f differs by an ulp
+                out.append(Case(name, kernel, "TFLOP/s", size(2, 2, 256, d, causal),
+                                size(8, 8, 4096, d, causal), False, ref, 2e-3,
+                                ">= 0.80 of hand MSL, also with the MMA stand-in"))
+    return out
+
+
 CASES = [
     Case("vector add fp32", "vadd", "GB/s", _vadd(1 << 16), _vadd(1 << 26), True, _ref_vadd,
          1e-6, ">= 0.95 of Triton"),
@@ -209,4 +314,4 @@ CASES = [
     Case("matmul fp32 ieee 2048^3, 64x64x32", "tiled_matmul", "TFLOP/s",
          _matmul(256, 256, 256, "*fp32", 32), _matmul(2048, 2048, 2048, "*fp32", 32), True,
          _ref_matmul, 1e-5, ">= 0.90 of hand GEMM"),
-]
+] + _attn_cases()

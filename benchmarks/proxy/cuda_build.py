@@ -71,7 +71,7 @@ def sass_mix(cubin: Path) -> dict[str, int]:
     if tool is None:
         return {}
     text = subprocess.run([tool, "-sass", str(cubin)], capture_output=True, text=True).stdout
-    body = [ln for ln in text.splitlines() if re.match(r"\s+/\*[0-9a-f]{4}\*/", ln)]
+    body = [ln for ln in text.splitlines() if re.match(r"\s+/\*[0-9a-f]{4,}\*/", ln)]
     mix = {k: sum(1 for ln in body if re.search(rx, ln)) for k, rx in _SASS_CLASSES.items()}
     mix["total"] = sum(1 for ln in body if "NOP" not in ln)
     return mix

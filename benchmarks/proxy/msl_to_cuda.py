@@ -10,7 +10,10 @@ type and function msltrans emits a CUDA definition. This module rewrites what a 
   qualifiers (`device`, `threadgroup`, `constant`, `thread`) vanish, a program-scope
   `constant` table becomes a `__device__ const` one (LLVM folds its loads at constant indices,
   as Metal's compiler does for `constant` data);
-- functions become `__device__`, attributes `[[...]]` go, clang's unroll pragma becomes nvcc's.
+- functions become `__device__`, attributes `[[...]]` go, clang's unroll pragma becomes nvcc's;
+- msltrans's scalar-argument struct (`constant <kernel>_args& msl_args [[buffer(N)]]`, bound
+  after the pointers) is a by-value parameter, its field offsets asserted (`offsetof`)
+  against the byte offsets msltrans's launcher packs (run_gpu.py sends those bytes).
 
 Anything outside that subset fails to compile with nvcc, loudly: the proxy never guesses.
 """
@@ -143,5 +146,23 @@ def map_msl(source: str, threads: int | None = None) -> Mapped:
     out = re.sub(r"\b(device|threadgroup|constant|thread)[ \t]+(?=[\w(])", "", out)
     out = re.sub(r"(?<!__device__ )\binline\b", "__device__ inline", out)
     out = out.replace('_Pragma("clang loop unroll(full)")', '_Pragma("unroll")')
+    out = _pin_struct_offsets(out)
     out = f'#include "{HEADER.name}"\n' + out
     return Mapped(out, name, threads, [p for p, _ in params])
+
+
+_STRUCT_RE = re.compile(r"^struct (\w+) \{[^\n]*\n((?:[ \t]+[\w:]+ \w+;\s*// byte \d+\n)+)\};",
+                        re.M)
+_FIELD_RE = re.compile(r"[\w:]+ (\w+);\s*// byte (\d+)")
+
+
+def _pin_struct_offsets(text: str) -> str:
+    """msltrans's scalar-argument struct states each field's byte offset in a comment (the
+    launcher packs the bytes there) and asserts only its size: assert every offset too, so
+    that nvcc refuses a struct whose CUDA layout differs from the bytes the launcher sends
+    (the struct is passed by value, as Metal's `setBytes` passes it)."""
+    def pin(m: re.Match[str]) -> str:
+        asserts = [f'static_assert(offsetof({m.group(1)}, {f}) == {at}, "argument struct '
+                   f'layout");' for f, at in _FIELD_RE.findall(m.group(2))]
+        return m.group(0) + "\n" + "\n".join(asserts)
+    return _STRUCT_RE.sub(pin, text)

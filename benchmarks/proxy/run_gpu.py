@@ -17,6 +17,7 @@ The table prints rates and the ratios the issue's goals are stated in; `proxy.js
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import sys
 from pathlib import Path
@@ -34,6 +35,10 @@ SEED = 99
 _SCALAR = {"i32": np.int32, "i64": np.int64, "fp32": np.float32}
 
 
+def _ptr(tensor: Any) -> bytes:
+    return np.uint64(tensor.data_ptr()).tobytes()
+
+
 def _rel(a: np.ndarray, b: np.ndarray) -> float:
     """max |a - b| over max |b|: how far two engines' outputs are, on the outputs' scale."""
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
@@ -49,45 +54,68 @@ def _ulps(a: np.ndarray, b: np.ndarray) -> int:
     return int(np.abs(a32 - b32).max()) if a.size else 0
 
 
+def _scalar_bytes(ty: str, value: Any) -> bytes:
+    return _SCALAR[ty](value).tobytes()
+
+
 class Runner:
+    """Loads the cubins and launches them through the driver API (`cuLaunchKernel` with one
+    pointer per parameter), so a parameter can be any byte blob: device pointers, scalars,
+    and msltrans's scalar-argument struct passed by value as Metal's `setBytes` would."""
+
     def __init__(self, build: Path) -> None:
         import cupy as cp
         import torch
 
         self.cp, self.torch, self.build = cp, torch, build
-        self.modules: dict[str, Any] = {}
+        torch.cuda.init()
+        cp.cuda.Device(torch.cuda.current_device()).use()
+        cp.cuda.runtime.free(0)  # the primary context is current for the driver calls below
+        self.functions: dict[tuple[str, str], int] = {}
 
     def tensors(self, data: dict[str, np.ndarray]) -> dict[str, Any]:
         return {k: self.torch.from_numpy(v).cuda() for k, v in data.items()}
 
-    def cuda_launcher(self, variant: dict[str, Any], case: Case, size: Size,
+    def function(self, cubin: str, kernel: str) -> int:
+        from cupy.cuda import driver
+
+        key = (cubin, kernel)
+        if key not in self.functions:
+            module = driver.moduleLoad(str(self.build / cubin))
+            self.functions[key] = driver.moduleGetFunction(module, kernel)
+        return self.functions[key]
+
+    def cuda_launcher(self, variant: dict[str, Any], case: Case, which: str,
                       t: dict[str, Any]) -> Any:
-        cp = self.cp
-        if variant["cubin"] not in self.modules:
-            self.modules[variant["cubin"]] = cp.RawModule(path=str(self.build / variant["cubin"]))
-        fn = self.modules[variant["cubin"]].get_function(variant["kernel"])
-        if "params" in variant:  # msltrans: parameters by name from the Triton launch
-            args = []
-            for p in variant["params"]:
-                v = size.launch.args[p["name"]]
-                args.append(np.uint64(t[v].data_ptr()) if p["kind"] == "pointer"
-                            else _SCALAR[p["type"]](v))
+        """`which`: "check" or "time" (the size, and the argument struct packed for it)."""
+        from cupy.cuda import driver
+
+        size: Size = getattr(case, which)
+        fn = self.function(variant["cubin"], variant["kernel"])
+        blobs: list[bytes] = []
+        if "buffers" in variant:  # msltrans: pointers by Triton name, then the packed struct
+            blobs += [_ptr(t[size.launch.args[n]]) for n in variant["buffers"]]
+            if "args_struct" in variant:
+                blobs.append(bytes.fromhex(variant["args_struct"][which]))
             grid, block = size.launch.grid, variant["threads"]
         else:
             assert size.hand is not None
-            args = [np.uint64(t[a].data_ptr()) if isinstance(a, str) else _SCALAR[a[0]](a[1])
-                    for a in size.hand.args]
+            blobs += [_ptr(t[a]) if isinstance(a, str) else _scalar_bytes(*a)
+                      for a in size.hand.args]
             grid, block = size.hand.grid, size.hand.threads
+        holders = [ctypes.create_string_buffer(b, len(b)) for b in blobs]
+        params = (ctypes.c_void_p * len(holders))(*(ctypes.addressof(h) for h in holders))
 
         def run() -> None:
-            stream = cp.cuda.ExternalStream(self.torch.cuda.current_stream().cuda_stream)
-            with stream:
-                fn(grid, (block, 1, 1), tuple(args))
+            _ = holders  # the parameter bytes live as long as the launcher
+            driver.launchKernel(fn, grid[0], grid[1], grid[2], block, 1, 1, 0,
+                                self.torch.cuda.current_stream().cuda_stream,
+                                ctypes.addressof(params), 0)
         return run
 
     def triton_launcher(self, case: Case, size: Size, t: dict[str, Any]) -> Any:
         fn = getattr(kernels, case.kernel)
-        launch = size.launch
+        launch = size.triton_launch or size.launch
         args = [t[v] if isinstance(v, str) else v for v in launch.args.values()]
 
         def run() -> None:
@@ -115,7 +143,7 @@ def check_case(r: Runner, case: Case, entry: dict[str, Any]) -> dict[str, str]:
             continue
         prefix = "msl_" if "params" in v else "hand_"
         t = r.tensors({k: x.copy() for k, x in inputs.items()})
-        r.cuda_launcher(v, case, case.check, t)()
+        r.cuda_launcher(v, case, "check", t)()
         r.torch.cuda.synchronize()
         worst, rel = 0, 0.0
         same = True
@@ -145,7 +173,7 @@ def time_case(r: Runner, case: Case, entry: dict[str, Any], quick: bool) -> dict
     ref = case.reference({k: t[k] for k in size.inputs if k not in size.outputs})
     runs = {"Triton CUDA": r.triton_launcher(case, size, t)}
     for name, v in entry["variants"].items():
-        runs[name] = r.cuda_launcher(v, case, size, t)
+        runs[name] = r.cuda_launcher(v, case, "time", t)
     rows = {}
     for name, run in runs.items():
         for o in size.outputs:
@@ -160,6 +188,18 @@ def time_case(r: Runner, case: Case, entry: dict[str, Any], quick: bool) -> dict
     return rows
 
 
+def _set_triton_allocator(torch: Any) -> None:
+    """`tl.make_tensor_descriptor` (the tutorial-06-shaped attention kernel builds its
+    descriptors on the device) needs global scratch memory for the descriptors: Triton asks
+    for it through the allocator set here (its tutorial 06 does the same)."""
+    import triton
+
+    def alloc(size: int, alignment: int, stream: int | None) -> Any:
+        return torch.empty(size, dtype=torch.int8, device="cuda")
+
+    triton.set_allocator(alloc)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("build", type=Path)
@@ -168,9 +208,15 @@ def main() -> int:
     a = ap.parse_args()
     manifest = json.loads((a.build / "manifest.json").read_text())
     r = Runner(a.build)
+    _set_triton_allocator(r.torch)
     results = []
     for entry in manifest:
         case = CASES[entry["index"]]
+        if "failed" in entry:  # build_proxy could not build or check it here
+            print(f"\n## {case.name}: not built ({entry['failed'][:300]})")
+            results.append({"case": case.name, "metric": case.metric, "goal": case.goal,
+                            "check": {}, "rows": {}, "failed": entry["failed"]})
+            continue
         try:
             verdict = check_case(r, case, entry)
             rows = time_case(r, case, entry, a.quick)
@@ -180,8 +226,10 @@ def main() -> int:
             print(f"\n## {case.name}: FAILED\n{traceback.format_exc()}")
             continue
         results.append({"case": case.name, "metric": case.metric, "goal": case.goal,
-                        "check": verdict, "rows": rows})
+                        "check": verdict, "rows": rows, "dot_paths": entry.get("dot_paths", [])})
         print(f"\n## {case.name} ({case.metric}; goal {case.goal})")
+        if entry.get("dot_paths"):
+            print(f"  msltrans tt.dot paths: {', '.join(entry['dot_paths'])}")
         for name, row in rows.items():
             print(f"  {name:28s} {row['rate']:9.1f} {case.metric:8s} {row['ms']:8.3f} ms "
                   f"{'ok' if row['ok'] else 'WRONG'}  {verdict.get(name, '')}")
@@ -200,6 +248,11 @@ def main() -> int:
         def ratio(a_: float | None, b_: float | None) -> str:
             return f"{a_ / b_:.2f}" if a_ and b_ else "-"
         struct = f"{hs / ms_:.2f}" if ms_ and hs else "-"
+        if hs and not ms_ and res.get("dot_paths"):  # msltrans's dots use no simdgroup MMA
+            struct = "n/a (dot path " + "/".join(sorted(set(res.get("dot_paths", [])))) + ")"
+        if "failed" in res:
+            print(f"| {res['case']} | not built: {res['failed'][:80]} | | | | | |")
+            continue
         print(f"| {res['case']} | {f(m)} | {f(tr)} | {f(h)} | {ratio(m, tr)} | {ratio(m, h)} |"
               f" {struct} |")
     if a.out:

@@ -195,6 +195,36 @@ def _expand_dims(op: Op, ins: list[AxisInfo]) -> AxisInfo:
                     ins_at(a.constancy, 1), a.constant)
 
 
+@_rule("tt.reshape")
+def _reshape(op: Op, ins: list[AxisInfo]) -> AxisInfo:
+    """Only a reshape that inserts or drops size-1 dims (what tensor-descriptor rewrites and
+    `x[:, None]`-style code produce) keeps facts: the other dims keep theirs, an inserted dim
+    is one element long (as in tt.expand_dims). Any other reshape: unknown."""
+    src, out = _shape(op.operands[0]), _shape(op.results[0])
+    a = ins[0]
+    if [s for s in src if s != 1] != [s for s in out if s != 1]:
+        return AxisInfo.unknown(len(out))
+    if a.constant is not None:
+        new_div = pow2_divisor(a.constant)
+    else:
+        new_div = gcd(*(1 if a.contiguity[d] > 1 else a.divisibility[d] for d in range(a.rank)))
+    kept = [d for d, s in enumerate(src) if s != 1]
+    contig, div, const = [], [], []
+    i = 0
+    for s in out:
+        if s == 1:
+            contig.append(1)
+            div.append(new_div)
+            const.append(1)
+            continue
+        d = kept[i]
+        i += 1
+        contig.append(a.contiguity[d])
+        div.append(a.divisibility[d])
+        const.append(a.constancy[d])
+    return AxisInfo(tuple(contig), tuple(div), tuple(const), a.constant)
+
+
 @_rule("arith.extsi", "arith.extui", "arith.trunci", "ttg.convert_layout", "arith.index_cast",
        "arith.index_castui")
 def _same(op: Op, ins: list[AxisInfo]) -> AxisInfo:

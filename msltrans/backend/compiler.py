@@ -52,6 +52,8 @@ def lower_ttgir(mod: Any, opt: Any = None) -> Any:
         kwargs["enable_fp_fusion"] = opt.enable_fp_fusion
     if opt is not None and getattr(opt, "msl_version", 0) and "msl_version_target" in takes:
         kwargs["msl_version_target"] = opt.msl_version
+    if opt is not None and getattr(opt, "dot_fragments", None) is not None:
+        kwargs["dot_fragments"] = bool(opt.dot_fragments)
     return lower_module(read_module(mod), **kwargs)
 
 

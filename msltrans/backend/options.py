@@ -9,6 +9,7 @@ we accept those so such kernels run unmodified, and document them as inert.
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 import warnings
 from dataclasses import dataclass, fields
@@ -98,6 +99,9 @@ class MetalOptions:
     backend_name: str = "metal"
     # The MSL version the MSL is written for (msltrans/msl_version.py); 0: this machine's.
     msl_version: int = 0
+    # tt.dot results laid out as simdgroup fragments (msltrans/lower/dot/fragments.py); None:
+    # on unless MSLTRANS_DOT_FRAGMENTS=0. Part of the cache key, like every option.
+    dot_fragments: bool | None = None
     ir_override: str | None = None
     # what the front end reads
     supported_fp8_dtypes: tuple[str, ...] = SUPPORTED_FP8_DTYPES
@@ -137,6 +141,9 @@ class MetalOptions:
             from msltrans import msl_version
 
             object.__setattr__(self, "msl_version", msl_version.target())
+        if self.dot_fragments is None:
+            object.__setattr__(self, "dot_fragments",
+                               os.environ.get("MSLTRANS_DOT_FRAGMENTS", "1") != "0")
         self._validate()
         if self.num_stages != DEFAULT_NUM_STAGES:
             _warn_num_stages(self.num_stages)

@@ -55,6 +55,8 @@ class Emitter:
         self._names: dict[int, str] = {}
         self._used: set[str] = set()
         self.scratch_bytes = 0
+        self.tiles_live = 0  # loops whose fragment dots' tiles are pinned, being emitted
+        self.scratch_beside_tiles = 0  # the most scratch any user needs while they are
         self.op: Op | None = None  # the op being lowered (for error locations)
         self.prelude: list[str] = []  # program-scope MSL (constant tables), emitted once
         # Axis facts of the function being emitted (msltrans.analysis.axis_info), when known:
@@ -225,6 +227,8 @@ class Emitter:
             self.fail(f"needs {nbytes} bytes of threadgroup memory (Metal has 32 KB)",
                       "use a smaller BLOCK size")
         self.scratch_bytes = max(self.scratch_bytes, nbytes)
+        if self.tiles_live:  # below the fragment dots' pinned tiles (dot/fragment_loop.py)
+            self.scratch_beside_tiles = max(self.scratch_beside_tiles, nbytes)
         return "msl_scratch"
 
     def analyse(self, block: Block) -> None:

@@ -11,12 +11,16 @@ from msltrans.ir.model import Function, Module
 from msltrans.ir.types import PointerType, ScalarType
 from msltrans.lower import msl_types, ops_debug
 from msltrans.lower.cfg import emit_region
+from msltrans.lower.dot.choose import fragments_enabled
+from msltrans.lower.dot.fragment_loop import PIN_NONE, PIN_SEPARATE, PIN_SHARED, pinned_bytes
+from msltrans.lower.dot.fragments import plan_encodings
 from msltrans.lower.emitter import Emitter, sanitize
 from msltrans.lower.kernel_args import ARGS_NAME, MAX_BUFFER_INDEX, ArgsStruct, layout_struct
 from msltrans.lower.program import MslParam, MslProgram
 from msltrans.lower.templates import render
 
 METAL_SIMD_WIDTH = 32
+METAL_THREADGROUP_BYTES = 32768
 MAX_THREADS = 1024
 
 
@@ -99,15 +103,18 @@ def _version_guard(em: Emitter) -> dict[str, object] | None:
 
 
 def lower_module(module: Module, kernel: str | None = None, *,
-                 enable_fp_fusion: bool = True, msl_version_target: int | None = None
-                 ) -> MslProgram:
+                 enable_fp_fusion: bool = True, msl_version_target: int | None = None,
+                 dot_fragments: bool | None = None) -> MslProgram:
     """Lower the public function `kernel` (default: the only public one) to MSL.
 
     `enable_fp_fusion` is Triton's option of that name (default on, as in Triton): an fmul
     whose only use is an fadd/fsub becomes one `fma()`, as NVIDIA's ptxas would fuse it.
     `msl_version_target` is the MSL version to emit for (default: msl_version.target());
     an op that needs a newer one is refused.
+    `dot_fragments` (Triton option of that name; default: on unless
+    MSLTRANS_DOT_FRAGMENTS=0): tt.dot results may be laid out as simdgroup fragments.
     """
+    fragments = fragments_enabled(dot_fragments)
     fn = module.function(kernel)
     if module.threads_per_warp != METAL_SIMD_WIDTH:
         raise MetalNonRecoverableError(
@@ -120,7 +127,21 @@ def lower_module(module: Module, kernel: str | None = None, *,
     if threads > MAX_THREADS:
         raise MetalNonRecoverableError(f"{threads} threads per threadgroup",
                                        location=fn.loc.short(), hint="num_warps <= 32")
+    # The fragment dots' pinned tiles and the shared scratch must fit together: else fewer
+    # pinned bytes, then none (lower/dot/fragment_loop.py).
+    for level in (PIN_SEPARATE, PIN_SHARED):
+        program = _lower(module, fn, threads, enable_fp_fusion, msl_version_target,
+                         fragments, pin_tiles=level)
+        if program.shared_bytes <= METAL_THREADGROUP_BYTES:
+            return program
+    return _lower(module, fn, threads, enable_fp_fusion, msl_version_target, fragments,
+                  pin_tiles=PIN_NONE)
+
+
+def _lower(module: Module, fn: Function, threads: int, enable_fp_fusion: bool,
+           msl_version_target: int | None, fragments: bool, *, pin_tiles: int) -> MslProgram:
     em = Emitter(enable_fp_fusion=enable_fp_fusion)
+    em.pin_tiles = pin_tiles  # type: ignore[attr-defined]
     em.axis = AxisAnalysis(fn)
     em.msl_version = msl_version_target or msl_version.target()
     name = sanitize(fn.name)
@@ -129,6 +150,9 @@ def lower_module(module: Module, kernel: str | None = None, *,
     ops_debug.begin(em, fn.name)
     for block in fn.body.blocks:
         em.analyse(block)
+    if fragments:  # dot results kept in simdgroup fragments (lower/dot/fragments.py)
+        em.layouts.rewrites = plan_encodings(module, module.num_warps, em.users, em.uses,
+                                              em.producers)
     em.module = module  # type: ignore[attr-defined]  # tt.call finds its callees here
     emit_region(em, fn.body)  # several blocks when Triton lowered an early return
     debug_sites = ops_debug.finish(em)  # tt.print / tt.assert: one hidden buffer after the rest
@@ -136,13 +160,18 @@ def lower_module(module: Module, kernel: str | None = None, *,
     if debug_sites:
         decls.append(_ParamDecl(ops_debug.buffer_decl(), len(decls)))
     layout_data = [ref.helper_data() for ref in em.layouts.all()]
-    scratch_bytes = (em.scratch_bytes + 15) // 16 * 16  # Metal's 16-byte granularity
+    # msl_tiles (the fragment dots' pinned tiles) sits in msl_scratch above what other
+    # scratch users need while tiles are live (lower/dot/fragment_loop.py).
+    tiles_bytes = pinned_bytes(em)  # 16-byte multiples already
+    tiles_base = (em.scratch_beside_tiles + 15) // 16 * 16 if tiles_bytes else 0
+    scratch_bytes = (max(em.scratch_bytes, tiles_base + tiles_bytes) + 15) // 16 * 16
     scratch_words = scratch_bytes // 8
     struct = bindings.args_struct
     source = render(
         "kernel.metal.j2", function=fn.name, source=fn.loc.short(), num_warps=module.num_warps,
         threads=threads, layouts=layout_data, prelude=em.prelude, kernel_name=name,
         params=decls, scratch_words=scratch_words, scratch_bytes=scratch_bytes,
+        tiles_base_words=tiles_base // 8 if tiles_bytes else None, tiles_bytes=tiles_bytes,
         args_struct=struct.declaration() if struct else "",
         arg_locals=struct.locals() if struct else [], version_guard=_version_guard(em),
         body=em.lines)

@@ -6,6 +6,7 @@ index and whether this (r, lane, warp) owns the element (replicas do not store).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from msltrans.ir.types import TensorType
@@ -120,15 +121,36 @@ def thread_expr(terms: list[XorTerm]) -> str:
     return "int(" + " | ".join(fields) + ")"
 
 
+_SLICE_RE = re.compile(r"^#ttg\.slice<\{dim = (\d+), parent = (.*)\}>$", re.S)
+
+
 class LayoutTable:
     def __init__(self) -> None:
         self._refs: dict[tuple[str, tuple[int, ...]], LayoutRef] = {}
+        # Encoding text -> the encoding the kernel uses instead, as a value's own encoding
+        # or a slice's parent (never inside a #dot_op): dot results kept in simdgroup
+        # fragments (msltrans/lower/dot/fragments.py). Set before any layout is decoded.
+        self.rewrites: dict[str, str] = {}
+
+    def encoding(self, enc: str | None) -> str | None:
+        """`enc` as this kernel lays it out (after `rewrites`)."""
+        if enc is None or not self.rewrites:
+            return enc
+        if enc in self.rewrites:
+            return self.rewrites[enc]
+        m = _SLICE_RE.match(enc)
+        if m:
+            parent = self.encoding(m.group(2))
+            if parent != m.group(2):
+                return f"#ttg.slice<{{dim = {m.group(1)}, parent = {parent}}}>"
+        return enc
 
     def of(self, t: TensorType) -> LayoutRef:
-        key = (t.encoding or "", t.shape)
+        enc = self.encoding(t.encoding)
+        key = (enc or "", t.shape)
         if key not in self._refs:
-            ll = decode_layout(t.encoding, t.shape)
-            self._refs[key] = LayoutRef(f"L{len(self._refs)}", ll, t.encoding or "")
+            ll = decode_layout(enc, t.shape)
+            self._refs[key] = LayoutRef(f"L{len(self._refs)}", ll, enc or "")
         return self._refs[key]
 
     def all(self) -> list[LayoutRef]:

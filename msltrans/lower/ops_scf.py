@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from msltrans.ir.model import Block, Op, Region, Value
 from msltrans.ir.types import ScalarType
+from msltrans.lower.dot import fragment_loop
 from msltrans.lower.dot.resident import enter_loop
 from msltrans.lower.emitter import REG, Emitter
 from msltrans.lower.registry import lowers
@@ -120,6 +121,7 @@ def scf_for(em: Emitter, op: Op) -> None:
         em.fail("scf.for with mismatched iter_args / results")
     carried = _results(em, op, "carried")
     resident = enter_loop(em, op, carried)  # dot accumulators kept in simdgroup matrices
+    fragment_tiles = fragment_loop.enter_loop(em, op)  # its fragment dots' pinned tiles
     for i, (name, init) in enumerate(zip(carried, inits, strict=True)):
         if i not in resident.indices:
             assign(em, name, init)
@@ -140,6 +142,7 @@ def scf_for(em: Emitter, op: Op) -> None:
     em.indent(-1)
     em.line("}")
     resident.leave(em)
+    fragment_tiles.leave(em)
     _bind_results(em, op, carried)
 
 

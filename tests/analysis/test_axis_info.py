@@ -1,7 +1,7 @@
 """msltrans.analysis.axis_info: every claim it makes holds on the values a program computes.
 
 A seeded generator builds random integer programs in msltrans.ir form (make_range, splat,
-expand_dims/broadcast, add/sub/mul/div/rem/shift/min/max by constants and arguments,
+expand_dims or reshape / broadcast, add/sub/mul/div/rem/shift/min/max by constants and arguments,
 compares, selects, addptr, loop-carried increments), evaluates them with numpy on argument
 values consistent with the launch's specialisation (an argument marked divisible by 16 is),
 and checks contiguity, divisibility and constancy chunk by chunk on the actual values. Then
@@ -148,10 +148,12 @@ def _random_program(seed: int) -> tuple[Function, dict[int, np.ndarray], list[Va
                 base_addr + 4 * b.vals[pick.id])
     values.append(addr)
     # two dims: a row index times a stride plus a column range
-    rows = b.op("tt.expand_dims", [r], _tensor((size, 1)), b.vals[r.id][:, None], axis=1)
+    # [n] -> [n, 1] and [1, n]: tt.expand_dims, or tt.reshape as descriptor rewrites emit
+    unsqueeze = rng.choice(["tt.expand_dims", "tt.reshape"])
+    rows = b.op(unsqueeze, [r], _tensor((size, 1)), b.vals[r.id][:, None], axis=1)
     rs = b.op("tt.splat", [stride], _tensor((size, 1)), np.full((size, 1), stride_val))
     rowoff = b.op("arith.muli", [rows, rs], _tensor((size, 1)), b.vals[rows.id] * stride_val)
-    cols = b.op("tt.expand_dims", [r], _tensor((1, size)), b.vals[r.id][None, :], axis=0)
+    cols = b.op(unsqueeze, [r], _tensor((1, size)), b.vals[r.id][None, :], axis=0)
     bro = b.op("tt.broadcast", [rowoff], _tensor((size, size)),
                np.broadcast_to(b.vals[rowoff.id], (size, size)).copy())
     bco = b.op("tt.broadcast", [cols], _tensor((size, size)),

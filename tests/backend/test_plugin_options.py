@@ -105,12 +105,14 @@ def test_fp_fusion_reaches_a_lowering_that_accepts_it(monkeypatch, fusion):
 
     seen = {}
 
-    def lower_module(module, kernel=None, *, enable_fp_fusion=True):
+    def lower_module(module, kernel=None, *, enable_fp_fusion=True, dot_fragments=None):
         seen["module"], seen["fusion"] = module, enable_fp_fusion
+        seen["fragments"] = dot_fragments
         return "program"
 
     monkeypatch.setattr(msltrans.ir, "read_module", lambda mod: ("read", mod))
     monkeypatch.setattr(msltrans.lower, "lower_module", lower_module)
     opt = BACKEND.parse_options({"enable_fp_fusion": fusion})
     assert lower_ttgir("ttgir", opt) == "program"
-    assert seen == {"module": ("read", "ttgir"), "fusion": fusion}
+    assert seen == {"module": ("read", "ttgir"), "fusion": fusion,
+                    "fragments": opt.dot_fragments}

@@ -16,7 +16,8 @@ from tests.support.fma import fma_chain_matmul
 M, N, BK = 32, 32, 16
 
 
-def _variant(mode: str, k: int, dtype: str = "float32", num_warps: int = 4):
+def _variant(mode: str, k: int, dtype: str = "float32", num_warps: int = 4,
+             path: str = "auto"):
     a, b = randn((M, max(k, 1)), dtype, 1)[:, :k], randn((max(k, 1), N), dtype, 2)[:k]
     a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
     c = randn((M, N), "float32", 3)
@@ -25,7 +26,8 @@ def _variant(mode: str, k: int, dtype: str = "float32", num_warps: int = 4):
     sig = {"a_ptr": TRITON_PTR[dtype], "b_ptr": TRITON_PTR[dtype], "c_ptr": "*fp32",
            "out_ptr": "*fp16" if mode == "f16acc" else "*fp32", "aux_ptr": "*fp32",
            "K": "i32"}
-    program = compile_with(k_loop_variant_kernel, sig, num_warps, M=M, N=N, BK=BK, MODE=mode)
+    program = compile_with(k_loop_variant_kernel, sig, num_warps, path, M=M, N=N, BK=BK,
+                           MODE=mode)
     run(program, (1,), a, b, c, out, aux, k)
     return program, a.astype(np.float32), b.astype(np.float32), c, out, aux
 
@@ -49,18 +51,25 @@ def test_resident_accumulator_from_a_loaded_c(k: int) -> None:
     assert same_bits(out, fma_chain_matmul(fa, fb, c))
 
 
-def test_scaled_accumulator_keeps_the_per_dot_path() -> None:
-    program, fa, fb, _, out, _ = _variant("scaled", 48)
-    assert dot_stats(program)[0]["c"] == "staged"
+# Not resident: by default the result is laid out as simdgroup fragments (C and D in
+# registers, lower/dot/fragment_mma.py); forced, the staged simdgroup path. Same bits.
+NOT_RESIDENT = [("auto", "regs"), ("simdgroup", "staged")]
+
+
+@pytest.mark.parametrize(("path", "c"), NOT_RESIDENT)
+def test_scaled_accumulator_keeps_the_per_dot_path(path: str, c: str) -> None:
+    program, fa, fb, _, out, _ = _variant("scaled", 48, path=path)
+    assert dot_stats(program)[0]["c"] == c
     acc = np.zeros((M, N), np.float32)
     for s in _steps(48):
         acc = fma_chain_matmul(fa[:, s], fb[s], acc) * np.float32(2.0)
     assert same_bits(out, acc)
 
 
-def test_accumulator_read_in_the_loop_keeps_the_per_dot_path() -> None:
-    program, fa, fb, _, out, aux = _variant("read", 48)
-    assert dot_stats(program)[0]["c"] == "staged"
+@pytest.mark.parametrize(("path", "c"), NOT_RESIDENT)
+def test_accumulator_read_in_the_loop_keeps_the_per_dot_path(path: str, c: str) -> None:
+    program, fa, fb, _, out, aux = _variant("read", 48, path=path)
+    assert dot_stats(program)[0]["c"] == c
     acc, total = np.zeros((M, N), np.float32), np.zeros((M, N), np.float32)
     for s in _steps(48):
         total = total + acc

@@ -122,12 +122,19 @@ def test_resident_accumulator_k_step(mode: str) -> None:
 @pytest.mark.parametrize("mode", ["scaled", "read"])
 def test_accumulator_with_another_use_is_not_resident(mode: str) -> None:
     # `acc = dot(a, b, acc) * 2` (the result feeds a mulf, not the yield) and `total += acc`
-    # (the iter arg has a second use): the per-dot path, C staged every K step.
+    # (the iter arg has a second use): not resident. By default the result is laid out as
+    # simdgroup fragments, so C comes from registers and D goes back to them (A and B
+    # staged: 2 barriers per step); the staged simdgroup path stages C every K step.
     program = _variant(mode)
     (stats,) = dot_stats(program)
-    assert (stats["c"], stats["barriers"]) == ("staged", "3")
-    assert row(mode, program)["bar/step"] == 3
-    assert "acc_tiles" not in program.source
+    assert (stats["path"], stats["c"], stats["barriers"]) == ("fragment", "regs", "2")
+    assert row(mode, program)["bar/step"] == 2
+    assert "acc_tiles" not in program.source and "sc[" not in program.source
+    staged = _variant(mode, path="simdgroup")
+    (stats,) = dot_stats(staged)
+    assert (stats["path"], stats["c"], stats["barriers"]) == ("simdgroup", "staged", "3")
+    assert row(mode, staged)["bar/step"] == 3
+    assert "acc_tiles" not in staged.source
 
 
 def test_fp16_accumulator_and_fallback_paths_are_not_resident() -> None:

@@ -9,17 +9,19 @@ line up, else scratch.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir.model import Op, Value
+from msltrans.lower.dot import fragment_mma
 from msltrans.lower.dot import simdgroup as sg
 from msltrans.lower.dot.info import DotInfo, check
 from msltrans.lower.dot.registers import register_plan
 from msltrans.lower.dot.state import mark_folded, resident
 from msltrans.lower.emitter import Emitter
 
-PATHS = ("auto", "simdgroup", "registers", "scratch")
+PATHS = ("auto", "fragment", "simdgroup", "registers", "scratch")
 _forced: list[str] = ["auto"]
 
 
@@ -36,10 +38,27 @@ def force_path(path: str) -> Iterator[None]:
         _forced.pop()
 
 
+def fragments_enabled(option: bool | None = None) -> bool:
+    """Whether dot results may be laid out as simdgroup fragments (fragments.py): the
+    normal choice, unless a test or benchmark forces another path, or the `dot_fragments`
+    option (`option`; None: MSLTRANS_DOT_FRAGMENTS, "0" = off) turns it off (a debugging
+    aid: the staged paths then run)."""
+    if option is None:
+        option = os.environ.get("MSLTRANS_DOT_FRAGMENTS", "1") != "0"
+    return option and _forced[-1] in ("auto", "fragment")
+
+
 def choose(em: Emitter, info: DotInfo, *, resident_loop: bool = False) -> tuple[str, object]:
     """(path, its plan). `resident_loop`: the dot's K loop keeps its accumulator in
     simdgroup matrices (then C never needs staging inside the loop, so larger tiles fit)."""
     forced = _forced[-1]
+    if forced in ("auto", "fragment"):
+        fplan = fragment_mma.plan(em, info)
+        if fplan is not None:
+            return "fragment", fplan
+        if forced == "fragment":
+            em.fail("forced fragment path cannot take this dot (its result is not laid out "
+                    "as simdgroup fragments)")
     resident_loop = resident_loop or info.out.id in resident(em)
     if forced in ("auto", "simdgroup"):
         plan = sg.plan(em, info)

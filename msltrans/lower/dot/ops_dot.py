@@ -22,6 +22,9 @@ Paths (one module each in this package; choose.py picks):
  (b) simdgroup.py: simdgroup_matrix 8x8 tiles for float dots with M, N, K multiples of 8,
      A and B staged in padded threadgroup tiles (staging.py); resident.py keeps a K loop's
      accumulator in simdgroup matrices across the loop.
+ (c) fragment_mma.py: the same 8x8 tiles when the result's layout is the simdgroup
+     fragment layout (fragments.py decides that for the whole kernel): C, D and an A that
+     comes from another dot's fragments stay in registers.
 (b) and (a') stage A and B in threadgroup memory anyway, so a ttg.convert_layout feeding
 them is folded: the dot stages the convert's source (choose.folds_convert).
 Refused: tf32 / tf32x3 / bf16x3 input precisions (Apple has no tf32).
@@ -30,7 +33,7 @@ Refused: tf32 / tf32x3 / bf16x3 input precisions (Apple has no tf32).
 from __future__ import annotations
 
 from msltrans.ir.model import Op
-from msltrans.lower.dot import registers, resident, scratch
+from msltrans.lower.dot import fragment_mma, registers, resident, scratch
 from msltrans.lower.dot import simdgroup as sg
 from msltrans.lower.dot.choose import choose
 from msltrans.lower.dot.info import check
@@ -43,7 +46,9 @@ from msltrans.lower.registry import lowers
 def dot(em: Emitter, op: Op) -> None:
     info = check(em, op)
     path, plan = choose(em, info)
-    if path == "simdgroup":
+    if path == "fragment":
+        fragment_mma.emit(em, info, plan)  # type: ignore[arg-type]
+    elif path == "simdgroup":
         step = resident.resident_step(em, op)  # its K loop keeps the accumulator resident
         if step is not None:
             resident.emit_step(em, info, *step)

@@ -140,7 +140,7 @@ def stats(info: DotInfo, p: SimdPlan, regs: int) -> list[tuple[str, object]]:
         ("mma_per_simdgroup", p.slots * p.tm * p.tn * info.k // 8),
         ("scratch_bytes", p.c_bytes(info.batch, info.m, True) + p.ab_bytes), ("barriers", 3),
         ("regs_out", regs), ("mma_regs", 2 * (p.tm * p.tn + p.tm + p.tn)),
-        ("lda", p.lda), ("ldb", p.ldb),
+        ("lda", p.lda), ("ldb", p.ldb), ("pad", "yes" if p.lda != info.k else "no"),
     ]
 
 

@@ -37,12 +37,20 @@ class Tile:
     rows: int
     cols: int
     ld: int  # padded row length
+    # Stored transposed: cols rows of `ld` (padded rows) elements, element (r, c) at
+    # c * ld + r; the MMA loads it with simdgroup_load's transpose flag. Chosen when the
+    # operand's registers run along its rows, so the stores stay 16 bytes wide.
+    transposed: bool = False
+
+    @property
+    def stored_rows(self) -> int:
+        return self.cols if self.transposed else self.rows
 
 
 def _width(L: LayoutRef, elem: str, tile: Tile) -> int:
     """Elements per store: the layout's run along cols, capped at 16 bytes; 1 if none."""
     ll = L.ll
-    last = len(ll.shape) - 1
+    last = len(ll.shape) - (2 if tile.transposed else 1)  # the dim stored contiguously
     dim, k = run_dim(ll.reg)
     if dim != last or k == 0:
         return 1
@@ -58,12 +66,13 @@ def index_expr(L: LayoutRef, tile: Tile, reg: str = "r", row_lo: int = 0) -> str
     """MSL: the staged index of register `reg`'s element (rows from `row_lo` on)."""
     rank = len(L.ll.shape)
     at = f"({reg}, {LANE}, {WARP})"
-    row = f"{L.coord_fn(rank - 2)}{at}"
+    row_dim, col_dim = (rank - 1, rank - 2) if tile.transposed else (rank - 2, rank - 1)
+    row = f"{L.coord_fn(row_dim)}{at}"
     if row_lo:
         row = f"({row} - {row_lo})"
     if rank == 3:
-        row = f"({L.coord_fn(0)}{at} * {tile.rows} + {row})"
-    return f"{row} * {tile.ld} + {L.coord_fn(rank - 1)}{at}"
+        row = f"({L.coord_fn(0)}{at} * {tile.stored_rows} + {row})"
+    return f"{row} * {tile.ld} + {L.coord_fn(col_dim)}{at}"
 
 
 def _guard(L: LayoutRef, rows: tuple[int, int] | None, owners: bool) -> str:

@@ -1,0 +1,203 @@
+"""The fragment-path dots of one scf.for: tiles of their own, loop-invariant operands
+staged once, and only the barriers a step needs.
+
+Every other scratch user shares `msl_scratch` from offset 0 and brackets each use with
+barriers. The fragment-path tt.dot ops directly in a loop body instead get their A / B
+tiles at fixed offsets of a second threadgroup array, `msl_tiles`, for the whole loop
+(allocated like a stack: a later loop reuses the bytes, nested loops stack on top):
+
+- an operand whose value is defined outside the loop (attention's Q) is staged ONCE, before
+  the loop, after one barrier (the previous readers of those bytes: an earlier loop, or
+  this loop's previous run when it is nested); a barrier after the hoisted copies makes
+  them visible;
+- the other operands (K, V) are staged every step, then one barrier, then the multiply;
+- the barrier BEFORE a dot's staging (earlier readers of its tile done) is needed only
+  when nothing else separates the previous step's multiply from this step's copies. With
+  two or more dots staging in the loop body, the other dot's post-copy barrier, which every
+  thread passes (the dots sit directly in the body, not under an scf.if), does: each tile
+  is read between its own barrier and the next dot's. So attention's step has two
+  barriers, after the K copies and after the V copies.
+
+`msl_tiles` points into `msl_scratch`, above the most scratch any other user needs while
+tiles are pinned (outside those loops the bytes are ordinary scratch again: every scratch
+user writes only after a barrier, and a loop's tiles are written only after its entry
+barrier). The whole must fit Metal's 32 KB; when it does not, kernel.py lowers again with the
+per-step tiles of all dots sharing one region (each dot then needs its barrier before the
+copies too: 4 per attention step, Q still staged once), then without pinned tiles (every
+dot back on the shared scratch).
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+
+from msltrans.errors import MetalNonRecoverableError
+from msltrans.ir.model import Op, Region, Value
+from msltrans.lower.dot import staging
+from msltrans.lower.dot.fragment_mma import FragPlan, operand_source
+from msltrans.lower.dot.info import BYTES, align16, check, render
+from msltrans.lower.emitter import Emitter
+
+TILES = "msl_tiles"
+# em.pin_tiles levels (kernel.py tries them in turn until the kernel fits 32 KB):
+PIN_SEPARATE = 2  # every dot's tiles at their own offsets
+PIN_SHARED = 1  # loop-invariant tiles at their own offsets, the per-step ones share one
+PIN_NONE = 0  # every dot on the shared scratch
+
+
+@dataclass
+class Pinned:
+    """Where one fragment-path dot's staged operands live during its loop."""
+
+    offsets: dict[str, int]  # "sa" / "sb" -> byte offset in msl_tiles
+    hoisted: set[str]  # the tiles staged before the loop
+    lead_barrier: bool  # a barrier before this dot's in-loop copies
+
+    @property
+    def stages_in_loop(self) -> bool:
+        return bool(set(self.offsets) - self.hoisted)
+
+
+@dataclass
+class _Arena:
+    top: int = 0
+    high: int = 0
+    pinned: dict[int, Pinned] = field(default_factory=dict)  # tt.dot result id -> Pinned
+
+
+_arenas: weakref.WeakKeyDictionary[Emitter, _Arena] = weakref.WeakKeyDictionary()
+
+
+def _arena(em: Emitter) -> _Arena:
+    return _arenas.setdefault(em, _Arena())
+
+
+def pinned_bytes(em: Emitter) -> int:
+    """Bytes of `msl_tiles` the kernel needs (0: none)."""
+    a = _arenas.get(em)
+    return a.high if a else 0
+
+
+def pinned(em: Emitter, dot_out: Value) -> Pinned | None:
+    a = _arenas.get(em)
+    return a.pinned.get(dot_out.id) if a else None
+
+
+def _defined_in(region: Region) -> set[int]:
+    ids: set[int] = set()
+    for block in region.blocks:
+        ids.update(v.id for v in block.args)
+        for op in block.ops:
+            ids.update(v.id for v in op.results)
+            for inner in op.regions:
+                ids |= _defined_in(inner)
+    return ids
+
+
+def _calls(region: Region) -> bool:
+    return any(op.name == "tt.call" or any(_calls(r) for r in op.regions)
+               for block in region.blocks for op in block.ops)
+
+
+def _fragment_plan(em: Emitter, dot: Op) -> FragPlan | None:
+    from msltrans.lower.dot.choose import choose
+
+    outer = em.op
+    try:
+        em.op = dot
+        path, plan = choose(em, check(em, dot))
+    except MetalNonRecoverableError:
+        return None  # the dot refuses itself, at its own location
+    finally:
+        em.op = outer
+    return plan if path == "fragment" and isinstance(plan, FragPlan) else None
+
+
+@dataclass
+class FragmentLoop:
+    """ops_scf's handle for one loop: `leave` frees its tiles."""
+
+    mark: int = 0
+    dots: list[int] = field(default_factory=list)
+
+    def leave(self, em: Emitter) -> None:
+        if not self.dots:
+            return
+        a = _arena(em)
+        for d in self.dots:
+            a.pinned.pop(d, None)
+        a.top = self.mark
+        em.tiles_live -= 1
+
+
+def enter_loop(em: Emitter, loop: Op) -> FragmentLoop:
+    """Before scf.for `loop`'s header: pin the tiles of the fragment-path dots directly in
+    its body and stage the loop-invariant operands (module docstring)."""
+    if not getattr(em, "pin_tiles", False) or len(loop.regions[0].blocks) != 1:
+        return FragmentLoop()
+    block = loop.regions[0].blocks[0]
+    if _calls(loop.regions[0]):
+        return FragmentLoop()  # a callee's scratch use is not tracked beside the tiles
+    plans = [(op, p) for op in block.ops if op.name == "tt.dot"
+             for p in [_fragment_plan(em, op)] if p is not None]
+    if not plans:
+        return FragmentLoop()
+    a = _arena(em)
+    handle = FragmentLoop(mark=a.top)
+    inside = _defined_in(loop.regions[0])
+    shared = em.pin_tiles < PIN_SEPARATE  # in-loop tiles of all dots at one offset
+    hoist: list[tuple[staging.Tile, int, Value, str]] = []
+    layout: list[tuple[Op, Pinned]] = []
+    in_loop: list[tuple[dict[str, int], list[tuple[str, int]]]] = []
+    for op, p in plans:
+        info = check(em, op)
+        offsets: dict[str, int] = {}
+        hoisted: set[str] = set()
+        staged_here: list[tuple[str, int]] = []
+        for tile, v, conv in ((p.a_tile, info.a, info.a_conv), (p.b_tile, info.b, info.b_conv)):
+            if tile is None:
+                continue
+            size = align16(tile.stored_rows * tile.ld * BYTES[tile.elem])
+            src = operand_source(em, v)
+            if src.id not in inside:
+                offsets[tile.name] = a.top
+                a.top += size
+                hoisted.add(tile.name)
+                hoist.append((tile, offsets[tile.name], src, conv))
+            else:
+                staged_here.append((tile.name, size))
+        layout.append((op, Pinned(offsets, hoisted, lead_barrier=False)))
+        in_loop.append((offsets, staged_here))
+    # The tiles staged every step: one region per dot, or (shared) one region all reuse.
+    base = a.top
+    for offsets, staged_here in in_loop:
+        at = base if shared else a.top
+        for name, size in staged_here:
+            offsets[name] = at
+            at += size
+        a.top = max(a.top, at)
+    a.high = max(a.high, a.top)
+    em.tiles_live += 1
+    stagers = [pin for _, pin in layout if pin.stages_in_loop]
+    for op, pin in layout:
+        # Separate regions: another dot's post-copy barrier separates this tile's readers
+        # from its next copies (module docstring); shared: the previous dot read these bytes.
+        pin.lead_barrier = pin.stages_in_loop and (shared or len(stagers) < 2)
+        a.pinned[op.results[0].id] = pin
+        handle.dots.append(op.results[0].id)
+    em.line(f"threadgroup_barrier(mem_flags::mem_threadgroup);  // earlier readers of "
+            f"{TILES}[{handle.mark}..{a.top}) done")
+    if hoist:
+        em.line("{  // loop-invariant dot operands, staged once for the whole loop")
+        em.indent(1)
+        for tile, off, src, conv in hoist:
+            name = em.fresh(tile.name)
+            render(em, "scratch_region", ctype=tile.elem, name=name, scratch=TILES,
+                   byte_offset=off)
+            staging.stage(em, src, staging.Tile(name, tile.elem, tile.rows, tile.cols,
+                                                tile.ld, tile.transposed), conv)
+        em.indent(-1)
+        em.line("}")
+        em.line("threadgroup_barrier(mem_flags::mem_threadgroup);  // hoisted tiles written")
+    return handle
