@@ -126,6 +126,8 @@ def check(rows: dict[str, dict[str, Any]], baseline: dict[str, dict[str, Any]]) 
             bad.append(f"{name}: no longer measured")
             continue
         for key, worse in CHECKED.items():
+            if key not in want:  # a figure newer than the baseline: nothing to compare yet
+                continue
             g, w = got[key], want[key]
             if (worse == "lower" and g < w) or (worse == "higher" and g > w):
                 bad.append(f"{name}: {key} {w} -> {g}")

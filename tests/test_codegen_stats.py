@@ -37,8 +37,13 @@ def test_tutorial_01_02_05_accesses_are_all_vectorised_and_nothing_stays_in_memo
 
 
 def test_check_reports_what_got_worse() -> None:
-    base = {"k": {"vec%": 100, "acc/thr": 4, "stack": 0, "bar/iter": 2, "tg bytes": 64}}
-    worse = {"k": {"vec%": 50, "acc/thr": 8, "stack": 16, "bar/iter": 3, "tg bytes": 128}}
-    assert len(check(worse, base)) == 5
+    base = {"k": {"vec%": 100, "acc/thr": 4, "stack": 0, "bar/iter": 2, "tg bytes": 64,
+                  "unpadded": 0}}
+    worse = {"k": {"vec%": 50, "acc/thr": 8, "stack": 16, "bar/iter": 3, "tg bytes": 128,
+                   "unpadded": 1}}
+    assert len(check(worse, base)) == 6
     assert check(base, base) == []
+    # a baseline older than a figure: that figure is not compared yet
+    old = {"k": {key: v for key, v in base["k"].items() if key != "unpadded"}}
+    assert len(check(worse, old)) == 5
     assert check({}, base) == ["k: no longer measured"]
