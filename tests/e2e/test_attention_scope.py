@@ -324,9 +324,24 @@ def _without_features(c: Attn, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
         yield "interleaved K/V heads", reference(c, q, k, v, qk_scale, grouped=False)[0]
 
 
+def _known_limits(c: Attn) -> list[Any]:
+    """Cases that fail loudly today, kept visible: tutorial 06 at head dim 128 with 128x64
+    tiles on 4 warps fits neither the fragment path (64 accumulator tiles per simdgroup, over
+    its 32) nor threadgroup staging in 32 KB, so both dots fall to the register path, whose
+    per-thread arrays (2048 Q elements a thread) overflow the simulator's 64 KB fiber stack.
+    The same tiles on 8 warps, and 64x32 tiles on 4, run."""
+    if c.kernel == "tutorial" and c.head == 128 and c.bm == 128 and c.warps == 4:
+        from msltrans.sim.errors import StackOverflowError
+
+        return [pytest.mark.xfail(raises=StackOverflowError, strict=True,
+                                  reason="register-path dot exceeds the 64 KB fiber stack")]
+    return []
+
+
 def _cases(ci: list[Attn], slow: list[Attn]) -> list[Any]:
-    return ([pytest.param(c, id=str(c)) for c in ci]
-            + [pytest.param(c, id=str(c), marks=pytest.mark.slow) for c in slow])
+    return ([pytest.param(c, id=str(c), marks=_known_limits(c)) for c in ci]
+            + [pytest.param(c, id=str(c), marks=[pytest.mark.slow, *_known_limits(c)])
+               for c in slow])
 
 
 F16, B16, F32 = torch.float16, torch.bfloat16, torch.float32
