@@ -199,13 +199,10 @@ def _runs_as_script(path: Path) -> bool:
     return "__main__" in path.read_text(errors="replace")
 
 
-def _dump_from_run(path: Path, fn: Any, wanted: tuple[str, ...]) -> bool:
-    """Run the script as `python path` and print what its first launch of `fn` compiled;
-    False when it never launched `fn` (the caller then assumes a signature).
-
-    The signature, constexprs and specialisations are then the ones the program really used,
-    so `msltrans dump examples/vector_add.py` needs no flags.
-    """
+def first_launch(path: Path, fn: Any) -> Any | None:
+    """Run the script as `python path` and return what its first launch of `fn` compiled
+    (Triton's compiled kernel: `asm`, `metadata`, `src`), None when it never launched `fn`.
+    The program's own output goes to stderr; a failing program ends the CLI with its reason."""
     import contextlib
     import types
 
@@ -235,11 +232,21 @@ def _dump_from_run(path: Path, fn: Any, wanted: tuple[str, ...]) -> bool:
     ran = scope.get(fn.__name__, fn)
     compiled = [k for cache in getattr(ran, "device_caches", {}).values()
                 for k in cache[0].values()]
-    if not compiled:
+    return compiled[0] if compiled else None
+
+
+def _dump_from_run(path: Path, fn: Any, wanted: tuple[str, ...]) -> bool:
+    """Run the script as `python path` and print what its first launch of `fn` compiled;
+    False when it never launched `fn` (the caller then assumes a signature).
+
+    The signature, constexprs and specialisations are then the ones the program really used,
+    so `msltrans dump examples/vector_add.py` needs no flags.
+    """
+    kernel = first_launch(path, fn)
+    if kernel is None:
         print(f"msltrans: {path} ran but never launched `{fn.__name__}`: assuming its "
               "signature", file=sys.stderr)
         return False
-    kernel = compiled[0]
     sig = ", ".join(f"{k}={v}" for k, v in kernel.src.signature.items()) \
         if hasattr(kernel, "src") else "as launched"
     print(f"// captured from running {path}: the first launch of `{fn.__name__}` ({sig})")

@@ -358,8 +358,10 @@ def _logical(op: Op, ins: list[AxisInfo]) -> AxisInfo:
                    lambda d: gcd(a.constancy[d], b.constancy[d]), _both(a, b, fn))
 
 
-@_rule("arith.shli")
-def _shl(op: Op, ins: list[AxisInfo]) -> AxisInfo:
+def _shift(op: Op, ins: list[AxisInfo], scale: Callable[[int, int], int],
+           fold: Callable[[int, int], int | None] | None) -> AxisInfo:
+    """A shift by a constant: contiguity survives only a shift by 0; divisibility follows
+    `scale(divisibility, shift)` (a run of consecutive values has divisibility 1 first)."""
     a, b = ins
     shift = b.constant if b.constant is not None and 0 <= b.constant < 62 else None
 
@@ -367,26 +369,22 @@ def _shl(op: Op, ins: list[AxisInfo]) -> AxisInfo:
         if shift is None:
             return 1
         da = 1 if a.contiguity[d] > 1 and shift else a.divisibility[d]
-        return min(da << shift, MAX)
+        return scale(da, shift)
 
     return _binary(op, ins, lambda d: a.contiguity[d] if shift == 0 else 1, div,
                    lambda d: gcd(a.constancy[d], b.constancy[d]),
-                   _both(a, b, lambda x, y: x << y if 0 <= y < 64 else None))
+                   _both(a, b, fold) if fold is not None else None)
+
+
+@_rule("arith.shli")
+def _shl(op: Op, ins: list[AxisInfo]) -> AxisInfo:
+    return _shift(op, ins, lambda da, k: min(da << k, MAX),
+                  lambda x, y: x << y if 0 <= y < 64 else None)
 
 
 @_rule("arith.shrsi", "arith.shrui")
 def _shr(op: Op, ins: list[AxisInfo]) -> AxisInfo:
-    a, b = ins
-    shift = b.constant if b.constant is not None and 0 <= b.constant < 62 else None
-
-    def div(d: int) -> int:
-        if shift is None:
-            return 1
-        da = 1 if a.contiguity[d] > 1 and shift else a.divisibility[d]
-        return max(1, da >> shift) if da != MAX else MAX
-
-    return _binary(op, ins, lambda d: a.contiguity[d] if shift == 0 else 1, div,
-                   lambda d: gcd(a.constancy[d], b.constancy[d]), None)
+    return _shift(op, ins, lambda da, k: max(1, da >> k) if da != MAX else MAX, None)
 
 
 @_rule("arith.maxsi", "arith.maxui", "arith.minsi", "arith.minui")

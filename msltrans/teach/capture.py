@@ -141,36 +141,9 @@ def capture(args: argparse.Namespace) -> Capture:
 
 def capture_from_run(path: Path, fn: Any) -> Capture:
     """Run the script (`python path`) and keep the first launch of `fn`, as `dump` does."""
-    import contextlib
-    import sys
-    import types
-
-    module = types.ModuleType("__main__")
-    module.__file__ = str(path)
-    scope = module.__dict__
-    saved = sys.argv, sys.path[:], sys.modules.get("__main__")
-    sys.argv = [str(path)]
-    sys.path.insert(0, str(path.resolve().parent))
-    sys.modules["__main__"] = module
-    try:
-        code = compile(path.read_text(encoding="utf-8"), str(path), "exec")
-        with contextlib.redirect_stdout(sys.stderr):
-            exec(code, scope)
-    except SystemExit as exc:
-        if exc.code not in (None, 0):
-            cli._fail(f"running {path} to capture its launches failed (exit status {exc.code})")
-    except Exception as exc:  # the user's program: report, don't trace back
-        cli._fail(f"running {path} to capture its launches failed: {type(exc).__name__}: {exc}")
-    finally:
-        sys.argv, sys.path[:] = saved[0], saved[1]
-        if saved[2] is not None:
-            sys.modules["__main__"] = saved[2]
-    ran = scope.get(fn.__name__, fn)
-    compiled = [k for cache in getattr(ran, "device_caches", {}).values()
-                for k in cache[0].values()]
-    if not compiled:
+    kernel = cli.first_launch(path, fn)
+    if kernel is None:
         cli._fail(f"{path} ran but never launched `{fn.__name__}`: pass --signature/--constexpr")
-    kernel = compiled[0]
 
     def text(stage: str) -> str:
         got = kernel.asm[stage]
