@@ -74,11 +74,14 @@ def _cuda_ttir(src) -> str:
     return str(stages["ttir"](module, {}))
 
 
-def test_ttir_locations_are_the_cuda_backends() -> None:
+def test_ttir_locations_are_the_cuda_backends(monkeypatch) -> None:
     """Upstream's test_line_info.py::test_use_name_loc_as_prefix / test_line_and_column_numbers
     FileCheck the TTIR's location numbering as the tree's front end wrote it (e.g. `#loc12`
     for `x_plus_1`). Triton 3.9's front end numbers them differently; msltrans's TTIR — names,
-    locations and all — is the NVIDIA backend's on the same Triton (tree/release skew)."""
+    locations and all — is the NVIDIA backend's on the same Triton (tree/release skew).
+    Compiled afresh: Triton's cache key leaves out the source file's path, so a cached TTIR
+    from a checkout elsewhere would carry that checkout's paths in its locations."""
+    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
     pytest.importorskip("triton.backends.nvidia.compiler")
     src = triton.compiler.ASTSource(fn=_named_locs, signature={"src": "*fp32", "N": "i32",
                                                                "BLOCK_SIZE": "constexpr"},
