@@ -32,3 +32,8 @@ class MetalPointerDeviceError(MetalNonRecoverableError, ValueError):
     """A pointer argument is not a tensor in the engine's memory (a CPU tensor on the MPS
     engine, say). Also a `ValueError`, which is what Triton's CUDA and AMD drivers raise for a
     pointer they cannot access, so code written against them catches it unchanged."""
+
+
+class MetalPerformanceWarning(UserWarning):
+    """A kernel compiles and runs correctly, but a choice of its (block sizes, warps) forces
+    code that a GPU runs slowly; the message names the op, the location and what to change."""

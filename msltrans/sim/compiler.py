@@ -79,7 +79,7 @@ def language_flags(version: int) -> tuple[str, ...]:
 # libc symbols (memcpy) resolve at load time in the Python process, and compiler helpers
 # (half conversions) come from libgcc.a, linked in explicitly (Compiler.link_flags).
 CODEGEN_FLAGS = ("-O2", *TARGET_FLAGS, "-fPIC", "-shared", "-nostdlib", "-gline-tables-only",
-                 "-fno-omit-frame-pointer")
+                 "-fno-omit-frame-pointer", "-fstack-clash-protection")
 
 
 @dataclass(frozen=True)

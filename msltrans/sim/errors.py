@@ -93,7 +93,7 @@ class ThreadgroupMemoryError(DeviceError):
 
 
 class StackOverflowError(DeviceError):
-    """A thread overflowed its 64 KB fiber stack (deep recursion, huge local arrays)."""
+    """A thread overflowed its 448 KB fiber stack (deep recursion, huge local arrays)."""
 
 
 class DivisionTrapError(DeviceError):

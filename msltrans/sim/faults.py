@@ -124,7 +124,7 @@ def raise_report(report: native.Report, kernel: KernelSignature, bound: list[Bou
         native.ERR_DIVERGENCE: DivergenceError, native.ERR_TG_MEMORY: ThreadgroupMemoryError,
         native.ERR_FAIL: DeviceFailure, native.ERR_BUS: InvalidAddressError,
         native.ERR_TIMEOUT: KernelTimeoutError}
-    what = {native.ERR_STACK: "fiber stack overflow (64 KB per thread: deep recursion or "
+    what = {native.ERR_STACK: "fiber stack overflow (448 KB per thread: deep recursion or "
                               "large local arrays)",
             native.ERR_FPE: "integer division trap (division by zero or INT_MIN / -1)",
             native.ERR_BUS: "bus error",

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -64,7 +65,7 @@ import torch
 import triton
 import triton.language as tl
 
-from msltrans.errors import MetalNonRecoverableError
+from msltrans.errors import MetalNonRecoverableError, MetalPerformanceWarning
 from msltrans.ir import read_module, to_ttgir
 from msltrans.lower import MslProgram, lower_module
 
@@ -324,27 +325,9 @@ def _without_features(c: Attn, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
         yield "interleaved K/V heads", reference(c, q, k, v, qk_scale, grouped=False)[0]
 
 
-def _known_limits(c: Attn) -> list[Any]:
-    """Cases that fail loudly today, kept visible: tutorial 06 at head dim 128 with 128x64
-    tiles on 4 warps fits neither the fragment path (64 accumulator tiles per simdgroup, over
-    its 32) nor threadgroup staging in 32 KB, so both dots fall to the register path, whose
-    per-thread arrays (2048 Q elements a thread) overflow the simulator's 64 KB fiber stack.
-    The same tiles on 8 warps, and 64x32 tiles on 4, run. At head dim 256 the frame is larger
-    than the stack's guard, so the simulator reports a write into no buffer. msltrans should
-    refuse these tiles by name instead (open in issue 14's note)."""
-    if c.kernel == "tutorial" and c.head >= 128 and c.bm == 128 and c.warps == 4:
-        from msltrans.sim.errors import InvalidAddressError, StackOverflowError
-
-        return [pytest.mark.xfail(raises=(StackOverflowError, InvalidAddressError),
-                                  strict=True,
-                                  reason="register-path dot exceeds the 64 KB fiber stack")]
-    return []
-
-
 def _cases(ci: list[Attn], slow: list[Attn]) -> list[Any]:
-    return ([pytest.param(c, id=str(c), marks=_known_limits(c)) for c in ci]
-            + [pytest.param(c, id=str(c), marks=[pytest.mark.slow, *_known_limits(c)])
-               for c in slow])
+    return ([pytest.param(c, id=str(c)) for c in ci]
+            + [pytest.param(c, id=str(c), marks=pytest.mark.slow) for c in slow])
 
 
 F16, B16, F32 = torch.float16, torch.bfloat16, torch.float32
@@ -391,6 +374,44 @@ def test_head_dim_256_runs_or_refuses(case: Attn, path: Any) -> None:
         check(case, path)
     except MetalNonRecoverableError as exc:
         assert "threadgroup memory" in str(exc) and "32 KB" in str(exc), str(exc)
+
+
+# ---- tiles that no simdgroup path takes: correct (above), and said to be slow --------------
+
+
+def _lower_tutorial(c: Attn) -> tuple[MslProgram, list[warnings.WarningMessage]]:
+    from tests.e2e.workloads.test_attention import flash_attn_fwd
+
+    q = torch.zeros(c.batch * c.heads, c.n, c.head, dtype=c.dtype)
+    lse = torch.zeros(c.batch * c.heads, c.n)
+    args = dict(sm_scale=0.125, lse_ptr=lse, Z=c.batch, H=c.heads, q=q, k=q, v=q, o=q,
+                N_CTX=c.n)
+    cx = dict(HEAD_DIM=c.head, BLOCK_M=c.bm, BLOCK_N=c.bn, FP8=False, CAUSAL=c.causal)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        program = compile_attention(flash_attn_fwd, args, cx, c.warps)
+    return program, [w for w in caught if issubclass(w.category, MetalPerformanceWarning)]
+
+
+def test_register_path_tiles_warn() -> None:
+    """Tutorial 06 at 128x64 tiles on 4 warps and head dim 128: the accumulator rows of a
+    simdgroup (32 x 128 = 64 tiles) are over the fragment path's 32, Q + K exceed 32 KB of
+    staging, so both dots take the register path (2048 Q elements a thread). The slow cases
+    above run it and check it against float64; the compiler says it is slow, once per dot,
+    naming the dot and what to change. 64x32 tiles on 4 warps take simdgroup matrices and say
+    nothing; 128x64 on 8 warps keeps 3 KB of operands a thread on the register path for QKᵀ,
+    under the 4 KB the warning starts at."""
+    slow = Attn(F16, 128, 128, False, warps=4, bm=128, bn=64, kernel="tutorial")
+    program, said = _lower_tutorial(slow)
+    assert program.source.count("path=registers") == 2
+    assert len(said) == 2, [str(w.message) for w in said]
+    first = str(said[0].message)
+    assert "tt.dot 128x64x128" in first and "test_attention.py:" in first
+    assert "bytes of operands a thread" in first and "More warps" in first
+    program, said = _lower_tutorial(replace(slow, bm=64, bn=32))
+    assert "path=registers" not in program.source and not said
+    program, said = _lower_tutorial(replace(slow, warps=8))
+    assert "regs_a=1024 regs_b=512" in program.source and not said
 
 
 # ---- races: every schedule of the simulator gives the same bytes --------------------------

@@ -4,10 +4,13 @@ extent of the rows/columns its outputs need, so the chain runs on the thread's o
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
+from msltrans.errors import MetalPerformanceWarning
 from msltrans.layout import LinearLayout
-from msltrans.lower.dot.info import DotInfo, macros, render
+from msltrans.lower.dot.fragments import MAX_FRAGMENT_TILES
+from msltrans.lower.dot.info import BYTES, METAL_THREADGROUP_BYTES, DotInfo, macros, render
 from msltrans.lower.emitter import Emitter
 
 
@@ -84,7 +87,41 @@ def step_expr(info: DotInfo, a: str, b: str) -> str:
     return f"acc = fma(float({a}), float({b}), acc);"
 
 
+# Operand bytes a thread may hold on this path before msltrans says it is slow: 1 KB is what
+# 255 32-bit registers (the most a CUDA thread has) could hold; past 4 KB the arrays live in
+# the thread's memory on any GPU.
+SLOW_OPERAND_BYTES = 4096
+
+
+def operand_bytes(em: Emitter, info: DotInfo) -> int:
+    """Bytes of A and B elements one thread keeps for the chain (its #dot_op arrays)."""
+    width = BYTES.get(info.in_t, 4)
+    return (em.regs(info.a) + em.regs(info.b)) * width
+
+
+def warn_if_slow(em: Emitter, info: DotInfo) -> None:
+    """A register-path dot with more operand bytes a thread than registers can hold is
+    correct but slow (its arrays spill to memory): say so, with what to change."""
+    held = operand_bytes(em, info)
+    if held <= SLOW_OPERAND_BYTES:
+        return
+    if info.is_int:
+        why = "Apple's simdgroup matrices have no integer type"
+        change = "Smaller blocks keep the arrays small"
+    else:
+        why = (f"no simdgroup-matrix path takes these tiles: over the fragment path's "
+               f"{MAX_FRAGMENT_TILES} 8x8 accumulator tiles a simdgroup, or operand tiles over "
+               f"{METAL_THREADGROUP_BYTES // 1024} KB of threadgroup memory, or a shape "
+               "not a multiple of 8")
+        change = "More warps or a smaller block lets it run on simdgroup matrices"
+    warnings.warn(MetalPerformanceWarning(
+        f"msltrans: tt.dot {info.m}x{info.n}x{info.k} at {em.where() or 'kernel'} runs on the "
+        f"register path with {held} bytes of operands a thread (arrays that live in memory, "
+        f"not registers; {why}). {change}."), stacklevel=2)
+
+
 def emit(em: Emitter, info: DotInfo, plan: RegisterPlan) -> None:
+    warn_if_slow(em, info)
     a_idx = _index_expr(em, plan.a_index, "a")
     b_idx = _index_expr(em, plan.b_index, "b")
     c, a, b = em.name(info.c), em.name(info.a), em.name(info.b)

@@ -9,11 +9,15 @@
 #include "fiber.h"
 #include "mslsim.h"
 
-#define MSL_SIM_STACK_SIZE (64ul * 1024)
+/* 448 KB a thread: the register-path tt.dot keeps whole operand rows per thread (tutorial 06
+   at 128x64 tiles on 4 warps and head dim 256: 73 KB of arrays, a 190 KB frame at -O2).
+   Only the pages a thread touches are committed; kernels are compiled with stack-clash
+   protection, so a larger frame probes into the guard instead of jumping it. */
+#define MSL_SIM_STACK_SIZE (448ul * 1024)
 /* 64 KB below each stack: a frame with a large local array still lands in a guard. */
 #define MSL_SIM_STACK_GUARD (64ul * 1024)
-/* 4 KB more than stack + guard: stack tops of successive fibers fall 4 KB apart modulo the
-   128 KB period of the L2 set index (a 128 KB stride would put every fiber's hot frame in
+/* 4 KB more than stack + guard (512 KB): stack tops of successive fibers fall 4 KB apart
+   modulo the 128 KB period of the L2 set index (a 128 KB stride would put every fiber's hot frame in
    the same cache sets); within the page, tops are staggered by cache lines for L1. */
 #define MSL_SIM_STACK_STRIDE (MSL_SIM_STACK_SIZE + MSL_SIM_STACK_GUARD + 4096ul)
 /* A worker's stacks live in one mapping aligned to MSL_SIM_POOL_ALIGN, whose first page
@@ -21,7 +25,8 @@
    stack pointer alone (no thread-local lookup on the rendezvous paths). */
 #define MSL_SIM_POOL_HEADER MSL_SIM_STACK_GUARD
 #define MSL_SIM_POOL_LEN (MSL_SIM_POOL_HEADER + MSL_SIM_MAX_THREADS * MSL_SIM_STACK_STRIDE)
-#define MSL_SIM_POOL_ALIGN (256ul << 20)
+#define MSL_SIM_POOL_ALIGN (1024ul << 20)  /* a power of two >= MSL_SIM_POOL_LEN */
+_Static_assert(MSL_SIM_POOL_LEN <= MSL_SIM_POOL_ALIGN, "a pool fits its alignment");
 #define MSL_SIM_MAX_SIMDGROUPS (MSL_SIM_MAX_THREADS / MSL_SIM_SIMD_WIDTH)
 #define MSL_SIM_MAX_STATICS 256
 #define MSL_SIM_MAX_WORKERS 64
