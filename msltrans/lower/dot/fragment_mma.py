@@ -126,7 +126,7 @@ def preload_params(p: FragPlan, tile: staging.Tile, tile_name: str,
     """The fragment_preload macro's parameters: A's fragments of this simdgroup's rows, read
     from the hoisted tile `tile_name` into `array` (fragment_loop.py)."""
     return {"tm": p.tm, "k": p.k, "kt": p.k // 8, "row0": f"{WARP} * {8 * p.tm}u",
-            "stage_t": tile.elem, "tile": tile_name, "lda": tile.ld,
+            "stage_t": tile.elem, "pair_t": f"{tile.elem}2", "tile": tile_name, "lda": tile.ld,
             "a_transposed": tile.transposed, "a": array}
 
 
