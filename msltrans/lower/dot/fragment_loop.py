@@ -9,11 +9,13 @@ tiles at fixed offsets of a second threadgroup array, `msl_tiles`, for the whole
 - an operand whose value is defined outside the loop (attention's Q) is staged ONCE, before
   the loop, after one barrier (the previous readers of those bytes: an earlier loop, or
   this loop's previous run when it is nested); a barrier after the hoisted copies makes
-  them visible. A hoisted A operand of at most PRELOAD_FRAGMENTS 8x8 fragments a
-  simdgroup is then read once into registers (as a hand-written FlashAttention keeps Q),
+  them visible. When the tiles would not fit 32 KB apart otherwise (em.preload_a, set by
+  kernel.py's second try), a hoisted A operand of at most PRELOAD_FRAGMENTS 8x8 fragments
+  a simdgroup is then read once into registers (as a hand-written FlashAttention keeps Q),
   and its bytes are free again for the per-step tiles after one more barrier before the
   loop; the dot reads A from those registers every step (the same values and lane
-  ownership as a simdgroup_load from the tile: bits unchanged);
+  ownership as a simdgroup_load from the tile: bits unchanged). Only then: registers are
+  scarce too, and a Q tile that fits costs no barrier;
 - the other operands (K, V) are staged every step, then one barrier, then the multiply;
 - the barrier BEFORE a dot's staging (earlier readers of its tile done) is needed only
   when nothing else separates the previous step's multiply from this step's copies. With
@@ -25,10 +27,10 @@ tiles at fixed offsets of a second threadgroup array, `msl_tiles`, for the whole
 `msl_tiles` points into `msl_scratch`, above the most scratch any other user needs while
 tiles are pinned (outside those loops the bytes are ordinary scratch again: every scratch
 user writes only after a barrier, and a loop's tiles are written only after its entry
-barrier). The whole must fit Metal's 32 KB; when it does not, kernel.py lowers again with the
-per-step tiles of all dots sharing one region (each dot then needs its barrier before the
-copies too: 4 per attention step, Q still staged once), then without pinned tiles (every
-dot back on the shared scratch).
+barrier). The whole must fit Metal's 32 KB; when it does not, kernel.py lowers again with
+hoisted A operands preloaded (above), then with the per-step tiles of all dots sharing one
+region (each dot then needs its barrier before the copies too: 4 per attention step, Q
+still staged once), then without pinned tiles (every dot back on the shared scratch).
 """
 
 from __future__ import annotations
@@ -171,7 +173,8 @@ def enter_loop(em: Emitter, loop: Op) -> FragmentLoop:
             src = operand_source(em, v)
             if src.id not in inside:
                 pin.hoisted.add(tile.name)
-                if tile is p.a_tile and p.tm * p.k // 8 <= PRELOAD_FRAGMENTS:
+                if tile is p.a_tile and getattr(em, "preload_a", False) \
+                        and p.tm * p.k // 8 <= PRELOAD_FRAGMENTS:
                     transient.append((pin, tile, src, conv, size))
                     preloads.append((p, pin, tile, 0))
                     continue
