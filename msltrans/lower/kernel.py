@@ -127,12 +127,11 @@ def lower_module(module: Module, kernel: str | None = None, *,
     if threads > MAX_THREADS:
         raise MetalNonRecoverableError(f"{threads} threads per threadgroup",
                                        location=fn.loc.short(), hint="num_warps <= 32")
-    # The fragment dots' pinned tiles and the shared scratch must fit together: else
-    # loop-invariant A tiles read into registers to free their bytes, then fewer pinned
-    # bytes, then none (lower/dot/fragment_loop.py).
-    for level, preload in ((PIN_SEPARATE, False), (PIN_SEPARATE, True), (PIN_SHARED, False)):
+    # The fragment dots' pinned tiles and the shared scratch must fit together: else fewer
+    # pinned bytes, then none (lower/dot/fragment_loop.py).
+    for level in (PIN_SEPARATE, PIN_SHARED):
         program = _lower(module, fn, threads, enable_fp_fusion, msl_version_target,
-                         fragments, pin_tiles=level, preload=preload)
+                         fragments, pin_tiles=level)
         if program.shared_bytes <= METAL_THREADGROUP_BYTES:
             return program
     return _lower(module, fn, threads, enable_fp_fusion, msl_version_target, fragments,
@@ -140,11 +139,9 @@ def lower_module(module: Module, kernel: str | None = None, *,
 
 
 def _lower(module: Module, fn: Function, threads: int, enable_fp_fusion: bool,
-           msl_version_target: int | None, fragments: bool, *, pin_tiles: int,
-           preload: bool = False) -> MslProgram:
+           msl_version_target: int | None, fragments: bool, *, pin_tiles: int) -> MslProgram:
     em = Emitter(enable_fp_fusion=enable_fp_fusion)
     em.pin_tiles = pin_tiles  # type: ignore[attr-defined]
-    em.preload_a = preload  # type: ignore[attr-defined]
     em.axis = AxisAnalysis(fn)
     em.msl_version = msl_version_target or msl_version.target()
     name = sanitize(fn.name)

@@ -9,13 +9,7 @@ tiles at fixed offsets of a second threadgroup array, `msl_tiles`, for the whole
 - an operand whose value is defined outside the loop (attention's Q) is staged ONCE, before
   the loop, after one barrier (the previous readers of those bytes: an earlier loop, or
   this loop's previous run when it is nested); a barrier after the hoisted copies makes
-  them visible. When the tiles would not fit 32 KB apart otherwise (em.preload_a, set by
-  kernel.py's second try), a hoisted A operand of at most PRELOAD_FRAGMENTS 8x8 fragments
-  a simdgroup is then read once into registers (as a hand-written FlashAttention keeps Q),
-  and its bytes are free again for the per-step tiles after one more barrier before the
-  loop; the dot reads A from those registers every step (the same values and lane
-  ownership as a simdgroup_load from the tile: bits unchanged). Only then: registers are
-  scarce too, and a Q tile that fits costs no barrier;
+  them visible;
 - the other operands (K, V) are staged every step, then one barrier, then the multiply;
 - the barrier BEFORE a dot's staging (earlier readers of its tile done) is needed only
   when nothing else separates the previous step's multiply from this step's copies. With
@@ -27,10 +21,10 @@ tiles at fixed offsets of a second threadgroup array, `msl_tiles`, for the whole
 `msl_tiles` points into `msl_scratch`, above the most scratch any other user needs while
 tiles are pinned (outside those loops the bytes are ordinary scratch again: every scratch
 user writes only after a barrier, and a loop's tiles are written only after its entry
-barrier). The whole must fit Metal's 32 KB; when it does not, kernel.py lowers again with
-hoisted A operands preloaded (above), then with the per-step tiles of all dots sharing one
-region (each dot then needs its barrier before the copies too: 4 per attention step, Q
-still staged once), then without pinned tiles (every dot back on the shared scratch).
+barrier). The whole must fit Metal's 32 KB; when it does not, kernel.py lowers again with the
+per-step tiles of all dots sharing one region (each dot then needs its barrier before the
+copies too: 4 per attention step, Q still staged once), then without pinned tiles (every
+dot back on the shared scratch).
 """
 
 from __future__ import annotations
@@ -41,7 +35,7 @@ from dataclasses import dataclass, field
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir.model import Op, Region, Value
 from msltrans.lower.dot import staging
-from msltrans.lower.dot.fragment_mma import FragPlan, operand_source, preload_params
+from msltrans.lower.dot.fragment_mma import FragPlan, operand_source
 from msltrans.lower.dot.info import BYTES, align16, check, render
 from msltrans.lower.emitter import Emitter
 
@@ -50,9 +44,6 @@ TILES = "msl_tiles"
 PIN_SEPARATE = 2  # every dot's tiles at their own offsets
 PIN_SHARED = 1  # loop-invariant tiles at their own offsets, the per-step ones share one
 PIN_NONE = 0  # every dot on the shared scratch
-# Loop-invariant A fragments a simdgroup may keep in registers for a whole loop (two
-# elements a lane each: 32 fragments = 64 registers of fp16 values, 32 of fp32 pairs).
-PRELOAD_FRAGMENTS = 32
 
 
 @dataclass
@@ -62,7 +53,6 @@ class Pinned:
     offsets: dict[str, int]  # "sa" / "sb" -> byte offset in msl_tiles
     hoisted: set[str]  # the tiles staged before the loop
     lead_barrier: bool  # a barrier before this dot's in-loop copies
-    a_preload: str = ""  # the register array holding hoisted A's fragments ("" = none)
 
     @property
     def stages_in_loop(self) -> bool:
@@ -158,13 +148,12 @@ def enter_loop(em: Emitter, loop: Op) -> FragmentLoop:
     inside = _defined_in(loop.regions[0])
     shared = em.pin_tiles < PIN_SEPARATE  # in-loop tiles of all dots at one offset
     hoist: list[tuple[staging.Tile, int, Value, str]] = []
-    preloads: list[tuple[FragPlan, Pinned, staging.Tile, int]] = []  # read into registers
     layout: list[tuple[Op, Pinned]] = []
     in_loop: list[tuple[dict[str, int], list[tuple[str, int]]]] = []
-    transient: list[tuple[Pinned, staging.Tile, Value, str, int]] = []
     for op, p in plans:
         info = check(em, op)
-        pin = Pinned({}, set(), lead_barrier=False)
+        offsets: dict[str, int] = {}
+        hoisted: set[str] = set()
         staged_here: list[tuple[str, int]] = []
         for tile, v, conv in ((p.a_tile, info.a, info.a_conv), (p.b_tile, info.b, info.b_conv)):
             if tile is None:
@@ -172,27 +161,14 @@ def enter_loop(em: Emitter, loop: Op) -> FragmentLoop:
             size = align16(tile.stored_rows * tile.ld * BYTES[tile.elem])
             src = operand_source(em, v)
             if src.id not in inside:
-                pin.hoisted.add(tile.name)
-                if tile is p.a_tile and getattr(em, "preload_a", False) \
-                        and p.tm * p.k // 8 <= PRELOAD_FRAGMENTS:
-                    transient.append((pin, tile, src, conv, size))
-                    preloads.append((p, pin, tile, 0))
-                    continue
-                pin.offsets[tile.name] = a.top
+                offsets[tile.name] = a.top
                 a.top += size
-                hoist.append((tile, pin.offsets[tile.name], src, conv))
+                hoisted.add(tile.name)
+                hoist.append((tile, offsets[tile.name], src, conv))
             else:
                 staged_here.append((tile.name, size))
-        layout.append((op, pin))
-        in_loop.append((pin.offsets, staged_here))
-    # Preloaded tiles live only until their fragments are in registers: above the tiles
-    # kept for the loop, in bytes the per-step tiles reuse.
-    at = a.top
-    for i, (pin, tile, src, conv, size) in enumerate(transient):
-        hoist.append((tile, at, src, conv))
-        preloads[i] = (preloads[i][0], pin, tile, at)
-        at += size
-    a.high = max(a.high, at)
+        layout.append((op, Pinned(offsets, hoisted, lead_barrier=False)))
+        in_loop.append((offsets, staged_here))
     # The tiles staged every step: one region per dot, or (shared) one region all reuse.
     base = a.top
     for offsets, staged_here in in_loop:
@@ -211,30 +187,17 @@ def enter_loop(em: Emitter, loop: Op) -> FragmentLoop:
         a.pinned[op.results[0].id] = pin
         handle.dots.append(op.results[0].id)
     em.line(f"threadgroup_barrier(mem_flags::mem_threadgroup);  // earlier readers of "
-            f"{TILES}[{handle.mark}..{max(a.top, at)}) done")
-    for p, pin, tile, _ in preloads:
-        pin.a_preload = em.fresh("frag_a")
-        em.line(f"{tile.elem} {pin.a_preload}[{2 * p.tm * p.k // 8}];  // hoisted A, "
-                "as fragments in registers for the whole loop")
+            f"{TILES}[{handle.mark}..{a.top}) done")
     if hoist:
         em.line("{  // loop-invariant dot operands, staged once for the whole loop")
         em.indent(1)
-        names: dict[int, str] = {}
         for tile, off, src, conv in hoist:
-            name = names[off] = em.fresh(tile.name)
+            name = em.fresh(tile.name)
             render(em, "scratch_region", ctype=tile.elem, name=name, scratch=TILES,
                    byte_offset=off)
             staging.stage(em, src, staging.Tile(name, tile.elem, tile.rows, tile.cols,
                                                 tile.ld, tile.transposed), conv)
-        if preloads:
-            em.line("threadgroup_barrier(mem_flags::mem_threadgroup);  // hoisted tiles "
-                    "written")
-            for p, pin, tile, off in preloads:
-                render(em, "fragment_preload", p=preload_params(p, tile, names[off],
-                                                                pin.a_preload))
         em.indent(-1)
         em.line("}")
-        em.line("threadgroup_barrier(mem_flags::mem_threadgroup);  // "
-                + ("preloaded tiles read: their bytes are free" if preloads
-                   else "hoisted tiles written"))
+        em.line("threadgroup_barrier(mem_flags::mem_threadgroup);  // hoisted tiles written")
     return handle

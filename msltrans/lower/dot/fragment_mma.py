@@ -121,20 +121,9 @@ def _params(info: DotInfo, p: FragPlan, c: str, a: str, d: str) -> dict[str, obj
     }
 
 
-def preload_params(p: FragPlan, tile: staging.Tile, tile_name: str,
-                   array: str) -> dict[str, object]:
-    """The fragment_preload macro's parameters: A's fragments of this simdgroup's rows, read
-    from the hoisted tile `tile_name` into `array` (fragment_loop.py)."""
-    return {"tm": p.tm, "k": p.k, "kt": p.k // 8, "row0": f"{WARP} * {8 * p.tm}u",
-            "stage_t": tile.elem, "pair_t": f"{tile.elem}2", "tile": tile_name, "lda": tile.ld,
-            "a_transposed": tile.transposed, "a": array}
-
-
-def stats(info: DotInfo, p: FragPlan, barriers: int, zero_c: bool,
-          preloaded: bool = False) -> list[tuple[str, object]]:
+def stats(info: DotInfo, p: FragPlan, barriers: int,
+          zero_c: bool) -> list[tuple[str, object]]:
     a = "regs" if p.a_regs else ("staged_t" if p.a_tile and p.a_tile.transposed else "staged")
-    if preloaded:
-        a = "preloaded"
     b = "staged_t" if p.b_tile.transposed else "staged"
     return [
         ("path", "fragment"), ("k", info.k), ("tiles", f"{p.tm}x{p.tn}"), ("warps", p.warps),
@@ -157,11 +146,8 @@ def emit(em: Emitter, info: DotInfo, p: FragPlan) -> None:
     a = em.name(staging_source(em, info.a)) if p.a_regs else ""
     d = em.declare(info.out)
     pin = pinned(em, info.out)
-    preloaded = bool(pin and pin.a_preload)
-    if pin and pin.a_preload:
-        a = pin.a_preload  # hoisted A's fragments, in registers since before the loop
-    operands = [(t, v, conv) for t, v, conv in ((None if preloaded else p.a_tile, info.a,
-                                                 info.a_conv), (p.b_tile, info.b, info.b_conv))
+    operands = [(t, v, conv) for t, v, conv in ((p.a_tile, info.a, info.a_conv),
+                                                (p.b_tile, info.b, info.b_conv))
                 if t is not None]
     if pin is None:
         scratch = em.need_scratch(p.staged_bytes)
@@ -173,7 +159,7 @@ def emit(em: Emitter, info: DotInfo, p: FragPlan) -> None:
         copies = [o for o in operands if o[0].name not in pin.hoisted]
         lead = pin.lead_barrier
     barriers = int(lead) + int(bool(copies))
-    render(em, "stats", items=stats(info, p, barriers, zero_c, preloaded) + [
+    render(em, "stats", items=stats(info, p, barriers, zero_c) + [
         ("tiles_at", "pinned" if pin else "scratch"),
         ("hoisted", "+".join(sorted(pin.hoisted)) if pin and pin.hoisted else "-")])
     em.line("{")
@@ -187,9 +173,6 @@ def emit(em: Emitter, info: DotInfo, p: FragPlan) -> None:
         staging.stage(em, staging_source(em, v), t, conv)
     if copies:
         em.line("threadgroup_barrier(mem_flags::mem_threadgroup);  // tiles written")
-    params = _params(info, p, c, a, d)
-    if preloaded:
-        params["a_regs"] = True
-    render(em, "fragment_mma", p=params)
+    render(em, "fragment_mma", p=_params(info, p, c, a, d))
     em.indent(-1)
     em.line("}")
