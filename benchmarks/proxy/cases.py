@@ -14,6 +14,7 @@ msltrans itself cannot be imported (Triton 3.6 there). Every case names
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -226,7 +227,10 @@ def _matmul(m: int, n: int, k: int, dtype: str, bk: int) -> Size:
 # registers and d128's tiles not in 32 KB). The hand kernel uses MLX's own tiles (32
 # queries, 4 simdgroups, 32 / 16 keys per step). Z = H = 8 at the time size and 2 at the
 # check size: neither is 1 nor a multiple of 16, so both sizes compile to the same MSL.
-ATTN_BM, ATTN_BN, ATTN_WARPS = 64, 32, 4
+# MSLTRANS_PROXY_ATTN_BM (set alike for build_proxy and run_gpu) times another msltrans
+# tile height, e.g. 32, the hand kernel's.
+ATTN_BM = int(os.environ.get("MSLTRANS_PROXY_ATTN_BM", "64"))
+ATTN_BN, ATTN_WARPS = 32, 4
 TRITON_ATTN_BM, TRITON_ATTN_BN = 128, 64
 _QKVO = ("q", "k", "v", "o")
 
