@@ -75,6 +75,17 @@ kernel void recurse(device uint* out [[buffer(0)]], constant uint& n [[buffer(1)
 }
 """
 
+# One frame of COUNT floats: a register-heavy kernel's frame (the register-path tt.dot of
+# tutorial 06 at 128x64 tiles on 4 warps, head dim 256, needs 190 KB).
+BIG_FRAME = HEADER + """
+kernel void big_frame(device float* out [[buffer(0)]], constant uint& n [[buffer(1)]],
+                      uint i [[thread_position_in_grid]]) {
+    float a[COUNT];
+    for (uint k = 0; k < COUNT; k++) a[k] = float(k ^ i);
+    out[i] = a[(i * 7919u + n) % COUNT];
+}
+"""
+
 DIVIDE = HEADER + """
 kernel void divide(device int* x [[buffer(0)]], device const int* y [[buffer(1)]],
                    uint i [[thread_position_in_grid]]) {
@@ -209,6 +220,24 @@ def test_stack_overflow_is_reported(sim):
         lib.recurse(out, 100000, threads=4, arg_casts={1: "int32"})
     assert "kernel `recurse`, threadgroup (0, 0, 0), thread (" in str(info.value)
     assert "shader.metal:" in str(info.value)  # the source line it overflowed at
+
+
+@pytest.mark.parametrize("kib", [300, 600])
+def test_large_frames_run_or_overflow_into_the_guard(sim, kib):
+    """A 300 KB frame fits the 448 KB fiber stack and computes; a 600 KB one is reported as
+    a stack overflow: kernels are built with stack-clash probes, so a frame larger than the
+    64 KB guard touches the guard page first instead of writing into another fiber's stack
+    (the threads' results below would then be silently wrong)."""
+    count = kib * 1024 // 4
+    lib = sim.compile_shader(BIG_FRAME.replace("COUNT", str(count)))
+    out = np.full(64, np.nan, dtype=np.float32)
+    if kib == 300:
+        lib.big_frame(out, 5, threads=64, group_size=32, arg_casts={1: "int32"})
+        want = [float(((i * 7919 + 5) % count) ^ i) for i in range(64)]
+        assert out.tolist() == want
+    else:
+        with pytest.raises(sim.StackOverflowError, match="448 KB per thread"):
+            lib.big_frame(out, 5, threads=64, group_size=32, arg_casts={1: "int32"})
 
 
 def test_integer_division_by_zero_is_reported(sim):
