@@ -204,3 +204,29 @@ def test_fp64_follows_the_policy(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.warns(UserWarning, match="fp64 downcast"):
         program = compile_with(dot_acc_kernel, sig, 4, M=16, N=16, K=16)
     assert dot_stats(program)[0]["path"] == "simdgroup"  # computed as the fp32 dot
+
+
+@pytest.mark.parametrize(("k", "warned"), [(64, False), (256, True)])
+def test_register_path_warns_past_4_kb_of_operands(k: int, warned: bool) -> None:
+    """An int8 dot takes the register path (no integer simdgroup matrices). 64x64 on one warp
+    keeps 2048 + 256 operand bytes a thread at K = 64 (silent) and 8192 + 1024 at K = 256:
+    then a MetalPerformanceWarning names the dot, its source line and why."""
+    import warnings
+
+    from msltrans.errors import MetalPerformanceWarning
+    from tests.support.run_kernel import compile_kernel
+
+    a, b = np.zeros((64, k), np.int8), np.zeros((k, 64), np.int8)
+    c = np.zeros((64, 64), np.int32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        program = compile_kernel(dot_acc_kernel, (a, b, c, c.copy()), 1, M=64, N=64, K=k)
+    assert "path=registers" in program.source
+    said = [str(w.message) for w in caught if issubclass(w.category, MetalPerformanceWarning)]
+    if not warned:
+        assert said == []
+        return
+    assert len(said) == 1
+    assert f"tt.dot 64x64x{k} at dot_kernels.py:" in said[0]
+    assert "9216 bytes of operands a thread" in said[0]
+    assert "no integer type" in said[0] and "Smaller blocks" in said[0]
