@@ -166,34 +166,26 @@ template <class T> inline bool atomic_compare_exchange_strong_explicit(volatile 
     static_assert(sizeof(T) == 0, "Metal has no atomic_compare_exchange_strong_explicit (MSL 6.15.4.4): loop on the weak form");
     return false;
 }
-template <class T> inline T atomic_fetch_add_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) {
-    __detail::relaxed_only(__mo);
-    MSL_SIM_NO64(T, "add");
-    static_assert(!is_same<T, bool>::value, "atomic_bool has no fetch_add");
-    if constexpr (is_same<T, float>::value) {
-        uint old = __atomic_load_n(MSL_SIM_DEV_PTR(o), __ATOMIC_SEQ_CST);
-        while (!__atomic_compare_exchange_n(MSL_SIM_DEV_PTR(o), &old, __builtin_bit_cast(uint, __builtin_bit_cast(float, old) + v),
-                                            false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
-        }
-        return __builtin_bit_cast(float, old);
-    } else {
-        return (T)__atomic_fetch_add(MSL_SIM_DEV_PTR(o), (uint)v, __ATOMIC_SEQ_CST);
+// float add/sub: a compare-exchange loop on the bit pattern (no native float RMW on the host).
+#define MSL_SIM_DEV_ADDSUB(name, op)                                                                           \
+    template <class T> inline T atomic_fetch_##name##_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) { \
+        __detail::relaxed_only(__mo);                                                                        \
+        MSL_SIM_NO64(T, #name);                                                                              \
+        static_assert(!is_same<T, bool>::value, "atomic_bool has no fetch_" #name);                          \
+        if constexpr (is_same<T, float>::value) {                                                            \
+            uint old = __atomic_load_n(MSL_SIM_DEV_PTR(o), __ATOMIC_SEQ_CST);                                \
+            while (!__atomic_compare_exchange_n(MSL_SIM_DEV_PTR(o), &old,                                    \
+                                                __builtin_bit_cast(uint, __builtin_bit_cast(float, old) op v), \
+                                                false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {                \
+            }                                                                                                \
+            return __builtin_bit_cast(float, old);                                                           \
+        } else {                                                                                             \
+            return (T)__atomic_fetch_##name(MSL_SIM_DEV_PTR(o), (uint)v, __ATOMIC_SEQ_CST);                  \
+        }                                                                                                    \
     }
-}
-template <class T> inline T atomic_fetch_sub_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) {
-    __detail::relaxed_only(__mo);
-    MSL_SIM_NO64(T, "sub");
-    static_assert(!is_same<T, bool>::value, "atomic_bool has no fetch_sub");
-    if constexpr (is_same<T, float>::value) {
-        uint old = __atomic_load_n(MSL_SIM_DEV_PTR(o), __ATOMIC_SEQ_CST);
-        while (!__atomic_compare_exchange_n(MSL_SIM_DEV_PTR(o), &old, __builtin_bit_cast(uint, __builtin_bit_cast(float, old) - v),
-                                            false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
-        }
-        return __builtin_bit_cast(float, old);
-    } else {
-        return (T)__atomic_fetch_sub(MSL_SIM_DEV_PTR(o), (uint)v, __ATOMIC_SEQ_CST);
-    }
-}
+MSL_SIM_DEV_ADDSUB(add, +)
+MSL_SIM_DEV_ADDSUB(sub, -)
+#undef MSL_SIM_DEV_ADDSUB
 #define MSL_SIM_DEV_BITOP(name)                                                                                \
     template <class T> inline T atomic_fetch_##name##_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) { \
         __detail::relaxed_only(__mo);                                                                        \
