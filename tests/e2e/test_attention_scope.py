@@ -272,29 +272,33 @@ def bound(c: Attn, o_ref: torch.Tensor, v: torch.Tensor, err_s: float) -> float:
     return 1.01 * (h * o_ref.abs().max().item() + weights * vmax)
 
 
-def launch(c: Attn, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-           races: bool = False) -> tuple[torch.Tensor, float, MslProgram]:
-    """Run case `c` on the simulator: (O, qk_scale used, program)."""
+def compile_case(c: Attn, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                 o: torch.Tensor) -> tuple[MslProgram, dict[str, Any], float]:
+    """Lower case `c`'s kernel for these tensors: (program, its arguments, qk_scale used)."""
     sm_scale = c.head ** -0.5
-    o = torch.full_like(q, float("nan"))
-    grid = (triton.cdiv(c.n, c.bm), c.batch * c.heads)
     if c.kernel == "plain":
         qk_scale = float(np.float32(sm_scale * LOG2E))
         args: dict[str, Any] = dict(q_ptr=q, k_ptr=k, v_ptr=v, o_ptr=o, n_ctx=c.n,
                                     qk_scale=qk_scale, heads=c.heads, kv_heads=c.kv_heads)
         cx = dict(HEAD=c.head, BM=c.bm, BN=c.bn, CAUSAL=c.causal, WINDOW=c.window)
-        program = compile_attention(plain_attention, args, cx, c.warps)
-    else:
-        from tests.e2e.workloads.test_attention import flash_attn_fwd
+        return compile_attention(plain_attention, args, cx, c.warps), args, qk_scale
+    from tests.e2e.workloads.test_attention import flash_attn_fwd
 
-        # the kernel folds sm_scale * 1.44269504 in fp32
-        qk_scale = float(np.float32(np.float32(sm_scale) * np.float32(1.44269504)))
-        lse = torch.full((c.batch * c.heads, c.n), float("nan"))
-        args = dict(sm_scale=float(np.float32(sm_scale)), lse_ptr=lse, Z=c.batch, H=c.heads,
-                    q=q, k=k, v=v, o=o, N_CTX=c.n)
-        cx = dict(HEAD_DIM=c.head, BLOCK_M=c.bm, BLOCK_N=c.bn, FP8=False, CAUSAL=c.causal)
-        program = compile_attention(flash_attn_fwd, args, cx, c.warps)
-    run_program(program, grid, args, races)
+    # the kernel folds sm_scale * 1.44269504 in fp32
+    qk_scale = float(np.float32(np.float32(sm_scale) * np.float32(1.44269504)))
+    lse = torch.full((c.batch * c.heads, c.n), float("nan"))
+    args = dict(sm_scale=float(np.float32(sm_scale)), lse_ptr=lse, Z=c.batch, H=c.heads,
+                q=q, k=k, v=v, o=o, N_CTX=c.n)
+    cx = dict(HEAD_DIM=c.head, BLOCK_M=c.bm, BLOCK_N=c.bn, FP8=False, CAUSAL=c.causal)
+    return compile_attention(flash_attn_fwd, args, cx, c.warps), args, qk_scale
+
+
+def launch(c: Attn, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+           races: bool = False) -> tuple[torch.Tensor, float, MslProgram]:
+    """Run case `c` on the simulator: (O, qk_scale used, program)."""
+    o = torch.full_like(q, float("nan"))
+    program, args, qk_scale = compile_case(c, q, k, v, o)
+    run_program(program, (triton.cdiv(c.n, c.bm), c.batch * c.heads), args, races)
     return o, qk_scale, program
 
 
@@ -380,16 +384,10 @@ def test_head_dim_256_runs_or_refuses(case: Attn, path: Any) -> None:
 
 
 def _lower_tutorial(c: Attn) -> tuple[MslProgram, list[warnings.WarningMessage]]:
-    from tests.e2e.workloads.test_attention import flash_attn_fwd
-
     q = torch.zeros(c.batch * c.heads, c.n, c.head, dtype=c.dtype)
-    lse = torch.zeros(c.batch * c.heads, c.n)
-    args = dict(sm_scale=0.125, lse_ptr=lse, Z=c.batch, H=c.heads, q=q, k=q, v=q, o=q,
-                N_CTX=c.n)
-    cx = dict(HEAD_DIM=c.head, BLOCK_M=c.bm, BLOCK_N=c.bn, FP8=False, CAUSAL=c.causal)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        program = compile_attention(flash_attn_fwd, args, cx, c.warps)
+        program, _, _ = compile_case(c, q, q, q, q)
     return program, [w for w in caught if issubclass(w.category, MetalPerformanceWarning)]
 
 
