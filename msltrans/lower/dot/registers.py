@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from functools import lru_cache
 
 from msltrans.errors import MetalPerformanceWarning
 from msltrans.layout import LinearLayout
@@ -32,10 +33,14 @@ def _lane_warp_agree(out: LinearLayout, a: LinearLayout, b: LinearLayout) -> boo
     return True
 
 
+# choose.choose asks for a dot's plan up to four times (each operand's convert, the loop's
+# tile pinning, the dot): the tables are built once (layouts are frozen, so hashable).
+@lru_cache(maxsize=8)
 def register_plan(out: LinearLayout, a: LinearLayout, b: LinearLayout,
                   k: int) -> RegisterPlan | None:
     """Where, in its own registers, each thread finds a[i, k] and b[k, j] for its outputs;
-    None when some thread does not hold them (then the operands go through scratch)."""
+    None when some thread does not hold them (then the operands go through scratch). The
+    plan is shared between callers: read it, do not change it."""
     if not _lane_warp_agree(out, a, b):
         return None
     tables = []
