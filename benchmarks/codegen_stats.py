@@ -1,13 +1,16 @@
 """Structure of the generated code, measured without a GPU: a regression shows up in CI.
 
 Table 1, every kernel of the project's tutorial-shaped workloads, compiled with the
-specialisation a real launch gets (benchmarks/proxy/specialise.py: 16-byte-aligned pointers,
-integers divisible by 16, integers equal to 1 as constants):
+specialisation a real launch gets (benchmarks/proxy/specialise.py: 16-byte-aligned pointers
+into buffers under 2 GB, integers divisible by 16, integers equal to 1 as constants):
 
   vec%        share of the elements a thread loads/stores from device memory that move
               in vector accesses (from the `// msltrans-mem:` lines the lowering writes)
   acc/thr     device-memory instructions per thread, each load/store op counted once
   regs/thr    32-bit register words the kernel declares per thread (no liveness)
+  ptr/thr     64-bit device pointers the kernel declares per thread (each element of a
+              pointer array one): pointers into buffers under 2 GB that only address are
+              32-bit offsets instead (msltrans/lower/pointer_offsets.py)
   stack       bytes of the kernel's own variables (register arrays, scalars) that stay in
               memory in the simulator's clang -O2 build (benchmarks/sim_stack.py)
   frame       the kernel function's frame in that build (-fstack-usage: x86-64 spills and

@@ -152,14 +152,15 @@ def _compile_and_print(args: argparse.Namespace) -> None:
             _fail(f"{path} was built for num_warps={opts.get('num_warps')}; drop --num-warps")
     else:
         fn = _load_kernel(path, args.kernel)
-        flags = bool(args.signature or args.constexpr or args.unaligned or args.divisible)
+        flags = bool(args.signature or args.constexpr or args.unaligned or args.divisible
+                     or args.over_2gb)
         if not flags and _runs_as_script(path) and _dump_from_run(path, fn, wanted):
             return  # the script's own first launch: its real signature and specialisations
         try:
             assumed = cli_signature.infer(
                 fn, _split_pairs(args.signature, "--signature"),
                 _split_pairs(args.constexpr, "--constexpr"), _names(args.unaligned),
-                _names(args.divisible), _parse_constexpr)
+                _names(args.divisible), _parse_constexpr, frozenset(_names(args.over_2gb)))
         except cli_signature.MissingSpecialization as missing:
             _fail(str(missing))
         src = ASTSource(fn, assumed.signature, assumed.constexprs,
@@ -327,6 +328,9 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("--unaligned", action="append", metavar="NAME[,NAME]",
                       help="pointers NOT to assume 16-byte aligned (default: all are, as "
                            "Triton's launcher specialises torch tensors)")
+    dump.add_argument("--over-2gb", action="append", metavar="NAME[,NAME]",
+                      help="pointers into buffers of 2 GB or more (default: all are under, "
+                           "and their pointers become 32-bit offsets)")
     dump.add_argument("--divisible", action="append", metavar="NAME[,NAME]",
                       help="int arguments that are multiples of 16 (tt.divisibility=16)")
     dump.add_argument("--no-fp-fusion", action="store_true",

@@ -4,11 +4,13 @@ A real launch gives Triton the types and its launcher's specialisations: a tenso
 `data_ptr() % 16 == 0` becomes `tt.divisibility = 16` (which decides vector widths, e.g.
 `sizePerThread = [4]` for fp32 vector add), an int that is a multiple of 16 gets the same
 attribute and an int equal to 1 becomes a constant. Without a launch, the dump assumes what
-a typical launch has: pointers are `*fp32` and 16-byte aligned (torch allocations are), ints
-are `i32` and no multiple of 16. Which argument is a pointer is read from the kernel: its name
-ends in `_ptr`, or it is the base of the address `tl.load`/`tl.store`/`tl.atomic_*` reads
-(`tl.load(X + offs)`). The assumptions are printed; `--signature`, `--constexpr`,
-`--unaligned` and `--divisible` override them.
+a typical launch has: pointers are `*fp32`, 16-byte aligned (torch allocations are) and
+into buffers under 2 GB (`tt.pointer_range = 32`: msltrans then holds their pointers as
+32-bit offsets), ints are `i32` and no multiple of 16. Which argument is a pointer is read
+from the kernel: its name ends in `_ptr`, or it is the base of the address
+`tl.load`/`tl.store`/`tl.atomic_*` reads (`tl.load(X + offs)`). The assumptions are
+printed; `--signature`, `--constexpr`, `--unaligned`, `--over-2gb` and `--divisible`
+override them.
 """
 
 from __future__ import annotations
@@ -35,17 +37,23 @@ class Assumed:
     signature: dict[str, str]
     constexprs: dict[str, Any]
     divisible: list[str] = field(default_factory=list)   # tt.divisibility = 16
+    small: list[str] = field(default_factory=list)       # tt.pointer_range = 32
     notes: list[str] = field(default_factory=list)        # one line per assumption
 
     def attrs(self, arg_names: list[str]) -> dict[tuple[int, ...], list[list[Any]]]:
-        """ASTSource's `attrs`: the launcher's divisibility specialisation."""
-        return {(arg_names.index(a),): [["tt.divisibility", 16]] for a in self.divisible}
+        """ASTSource's `attrs`: the launcher's divisibility and buffer-size specialisation."""
+        attrs: dict[tuple[int, ...], list[list[Any]]] = {}
+        for a in self.divisible:
+            attrs.setdefault((arg_names.index(a),), []).append(["tt.divisibility", 16])
+        for a in self.small:
+            attrs.setdefault((arg_names.index(a),), []).append(["tt.pointer_range", 32])
+        return attrs
 
     def header(self) -> str:
         if not self.notes:
             return ""
         return "\n".join(["// msltrans dump: no launch to copy the arguments from; assumed "
-                          "(--signature/--constexpr/--unaligned/--divisible override):",
+                          "(--signature/--constexpr/--unaligned/--over-2gb/--divisible override):",
                           *(f"//   {n}" for n in self.notes)])
 
 
@@ -102,10 +110,11 @@ def pointer_params(fn: Any) -> set[str]:
 
 
 def infer(fn: Any, given: dict[str, str], constexprs: dict[str, Any],
-          unaligned: set[str], divisible: set[str], parse_constexpr: Any) -> Assumed:
+          unaligned: set[str], divisible: set[str], parse_constexpr: Any,
+          large: frozenset[str] = frozenset()) -> Assumed:
     """Signature, constexprs and specialisations for every parameter; MissingSpecialization
     names the flags for constexprs that have no value."""
-    unknown = sorted((set(given) | set(constexprs) | unaligned | divisible)
+    unknown = sorted((set(given) | set(constexprs) | unaligned | divisible | large)
                      - {p.name for p in fn.params})
     if unknown:
         raise MissingSpecialization(f"kernel `{fn.__name__}` has no argument(s) "
@@ -115,6 +124,7 @@ def infer(fn: Any, given: dict[str, str], constexprs: dict[str, Any],
     missing: list[str] = []
     notes: list[str] = []
     aligned: list[str] = []
+    small: list[str] = []
     pointers = pointer_params(fn)
     for p in fn.params:
         if p.is_constexpr:
@@ -147,6 +157,10 @@ def infer(fn: Any, given: dict[str, str], constexprs: dict[str, Any],
                              f"{p.name})")
             else:
                 notes.append(f"{p.name}: {ty} ({why}), not assumed aligned (--unaligned)")
+            if p.name not in large:
+                small.append(p.name)
+                notes.append(f"{p.name}: a buffer under 2 GB (tt.pointer_range=32, as msltrans's "
+                             f"launcher specialises one; --over-2gb {p.name})")
         elif p.name in divisible:
             aligned.append(p.name)
             notes.append(f"{p.name}: {ty} ({why}), a multiple of 16 (tt.divisibility=16)")
@@ -156,4 +170,4 @@ def infer(fn: Any, given: dict[str, str], constexprs: dict[str, Any],
     if missing:
         raise MissingSpecialization(
             f"kernel `{fn.__name__}` needs {'; '.join(missing)} (adjust types as needed)")
-    return Assumed(signature, values, aligned, notes)
+    return Assumed(signature, values, aligned, small=small, notes=notes)

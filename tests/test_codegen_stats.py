@@ -32,18 +32,19 @@ def test_tutorial_01_02_05_accesses_are_all_vectorised_and_nothing_stays_in_memo
     for name, r in rows.items():
         if name.startswith(("01 ", "02 ", "05 ")):
             assert r["vec%"] == 100, name
+            assert r["ptr/thr"] == 0, name  # 32-bit offsets from the arguments
         if name.startswith(("01 ", "02 ", "03 ")):
             assert r["stack"] == 0, name
 
 
 def test_check_reports_what_got_worse() -> None:
-    base = {"k": {"vec%": 100, "acc/thr": 4, "stack": 0, "bar/iter": 2, "tg bytes": 64,
-                  "unpadded": 0}}
-    worse = {"k": {"vec%": 50, "acc/thr": 8, "stack": 16, "bar/iter": 3, "tg bytes": 128,
-                   "unpadded": 1}}
-    assert len(check(worse, base)) == 6
+    base = {"k": {"vec%": 100, "acc/thr": 4, "ptr/thr": 0, "stack": 0, "bar/iter": 2,
+                  "tg bytes": 64, "unpadded": 0}}
+    worse = {"k": {"vec%": 50, "acc/thr": 8, "ptr/thr": 4, "stack": 16, "bar/iter": 3,
+                   "tg bytes": 128, "unpadded": 1}}
+    assert len(check(worse, base)) == 7
     assert check(base, base) == []
     # a baseline older than a figure: that figure is not compared yet
     old = {"k": {key: v for key, v in base["k"].items() if key != "unpadded"}}
-    assert len(check(worse, old)) == 5
+    assert len(check(worse, old)) == 6
     assert check({}, base) == ["k: no longer measured"]

@@ -2,9 +2,10 @@
 
 Triton's launcher looks at the argument values: a pointer whose address is a multiple of 16
 and an integer that is a multiple of 16 get `tt.divisibility = 16`; an integer equal to 1
-becomes the constant 1. The speed of the emitted code depends on exactly these facts (they
-decide the layouts Triton picks and what msltrans can vectorise), so every benchmark and
-codegen statistic compiles with them.
+becomes the constant 1; msltrans's launcher adds `tt.pointer_range = 32` to a pointer whose
+buffer is under 2 GB (every buffer here is). The speed of the emitted code depends on exactly
+these facts (they decide the layouts Triton picks, what msltrans can vectorise and how it
+forms addresses), so every benchmark and codegen statistic compiles with them.
 """
 
 from __future__ import annotations
@@ -30,29 +31,33 @@ class Specialised:
     signature: dict[str, str]
     constexprs: dict[str, Any]
     divisible_by_16: tuple[str, ...]
+    within_2gb: tuple[str, ...]
 
 
 def specialise(args: dict[str, Arg], constexprs: dict[str, Any]) -> Specialised:
     sig: dict[str, str] = {}
     cx = dict(constexprs)
     div: list[str] = []
+    small: list[str] = []
     for name, a in args.items():
         if a.type.startswith("*"):
             sig[name] = a.type
             div.append(name)
+            small.append(name)
         elif a.type[0] in "iu" and isinstance(a.value, int) and a.value == 1:
             cx[name] = 1
         else:
             sig[name] = a.type
             if a.type[0] in "iu" and isinstance(a.value, int) and a.value % 16 == 0:
                 div.append(name)
-    return Specialised(sig, cx, tuple(div))
+    return Specialised(sig, cx, tuple(div), tuple(small))
 
 
 def compile_specialised(fn: Any, args: dict[str, Arg], constexprs: dict[str, Any],
                         num_warps: int) -> MslProgram:
     s = specialise(args, constexprs)
-    mod = to_ttgir(fn, s.signature, s.constexprs, num_warps, divisible_by_16=s.divisible_by_16)
+    mod = to_ttgir(fn, s.signature, s.constexprs, num_warps, divisible_by_16=s.divisible_by_16,
+                   within_2gb=s.within_2gb)
     return lower_module(read_module(mod))
 
 
@@ -61,4 +66,5 @@ def module_specialised(fn: Any, args: dict[str, Arg], constexprs: dict[str, Any]
     """The walked `msltrans.ir` module (for analyses) of the same specialisation."""
     s = specialise(args, constexprs)
     return read_module(to_ttgir(fn, s.signature, s.constexprs, num_warps,
-                                divisible_by_16=s.divisible_by_16))
+                                divisible_by_16=s.divisible_by_16,
+                                within_2gb=s.within_2gb))

@@ -75,9 +75,39 @@ def make_msl(mod: Any, metadata: dict[str, Any], opt: Any) -> str:
     return program.source
 
 
+# A buffer whose every byte is less than 2^31 from any pointer into it: the pointers derived
+# from such an argument can be 32-bit element offsets (msltrans/lower/pointer_offsets.py).
+POINTER_RANGE_BYTES = 2**31 - 1
+
+
+def within_2gb(arg: Any) -> bool:
+    """Whether the whole storage behind a tensor argument is under 2^31 bytes (the test
+    Triton's AMD backend makes for its `tt.pointer_range = 32`). Unknown objects: False."""
+    storage = getattr(arg, "untyped_storage", None)
+    if storage is None:
+        return False
+    try:
+        return int(storage().nbytes()) <= POINTER_RANGE_BYTES
+    except (RuntimeError, TypeError, AttributeError):
+        return False
+
+
 class MetalBackend(BaseBackend):
-    # Triton's native specializer reads data_ptr() of tensors; that works for CPU and MPS.
-    supports_native_tensor_specialization = True
+    # Tensor arguments are specialised here in Python (get_tensor_specialization): Triton's
+    # native specializer only knows 16-byte alignment, and msltrans also needs the buffer size.
+    supports_native_tensor_specialization = False
+
+    @staticmethod
+    def get_tensor_specialization(arg: Any, **kwargs: Any) -> str:
+        key = BaseBackend.get_tensor_specialization(arg, **kwargs)
+        return key + "S" if within_2gb(arg) else key
+
+    @staticmethod
+    def parse_attr(desc: str) -> list[list[Any]]:
+        attrs = BaseBackend.parse_attr(desc)
+        if "S" in desc:
+            attrs.append(["tt.pointer_range", 32])
+        return attrs
 
     @staticmethod
     def supports_target(target: GPUTarget) -> bool:

@@ -55,12 +55,15 @@ def _jit_from_source(src: str, name: str | None) -> Any:
 
 def to_ttgir(fn_or_src: Any, signature: dict[str, str], constexprs: dict[str, Any] | None = None,
              num_warps: int = 4, *, kernel_name: str | None = None,
-             arch: str = DEFAULT_CHIP, divisible_by_16: tuple[str, ...] = ()) -> Any:
+             arch: str = DEFAULT_CHIP, divisible_by_16: tuple[str, ...] = (),
+             within_2gb: tuple[str, ...] = ()) -> Any:
     """Run Triton's front end and the Metal pass pipeline; returns the live TTGIR module.
 
     `signature` maps every argument name to a Triton type string ("*fp32", "i32", ...) or
     "constexpr"; `constexprs` gives the constexpr values by name; `divisible_by_16` names the
-    arguments the JIT would specialise as multiples of 16 (`tt.divisibility = 16`).
+    arguments the JIT would specialise as multiples of 16 (`tt.divisibility = 16`);
+    `within_2gb` the pointer arguments whose buffers it would see under 2 GB
+    (`tt.pointer_range = 32`).
     """
     fn = _jit_from_source(fn_or_src, kernel_name) if isinstance(fn_or_src, str) else fn_or_src
     constexprs = dict(constexprs or {})
@@ -68,7 +71,11 @@ def to_ttgir(fn_or_src: Any, signature: dict[str, str], constexprs: dict[str, An
     for name in constexprs:
         sig.setdefault(name, "constexpr")
     opt = FrontendOptions(num_warps=num_warps, arch=arch)
-    attrs = {(fn.arg_names.index(a),): [["tt.divisibility", 16]] for a in divisible_by_16}
+    attrs: dict[tuple[int], list[list[Any]]] = {}
+    for a in divisible_by_16:
+        attrs.setdefault((fn.arg_names.index(a),), []).append(["tt.divisibility", 16])
+    for a in within_2gb:
+        attrs.setdefault((fn.arg_names.index(a),), []).append(["tt.pointer_range", 32])
     src = ASTSource(fn, sig, constexprs, attrs)
     ctx = ir.context()
     ir.load_dialects(ctx)

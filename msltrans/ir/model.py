@@ -66,6 +66,11 @@ class Argument:
     def divisibility(self) -> int | None:
         return self.attrs.get("tt.divisibility")
 
+    @property
+    def pointer_range(self) -> int | None:
+        """32: the launcher saw the argument's whole buffer under 2^31 bytes."""
+        return self.attrs.get("tt.pointer_range")
+
 
 @dataclass(frozen=True)
 class Function:

@@ -66,6 +66,11 @@ class Emitter:
         self.buffer_alignment: dict[int, int] = {}
         self.msl_version = msl_version.DEFAULT  # the target (lower_module sets it)
         self.msl_features: set[str] = set()  # version-gated features the kernel uses
+        # Pointer values held as 32-bit element offsets: value id -> the MSL name of the
+        # buffer argument they count from (lower/pointer_offsets.py).
+        self.offset_base: dict[int, str] = {}
+        # ... and the addresses among them emitted as (argument + base) + offset.
+        self.split_address: dict[int, tuple[Value, Value]] = {}
 
     def require_msl(self, feature: str, what: str) -> None:
         """Use a version-gated MSL feature (msltrans/msl_version.py), or refuse the op."""
@@ -104,6 +109,8 @@ class Emitter:
         return self.op.loc.short() if self.op else None
 
     def ctype(self, v: Value) -> str:
+        if v.id in self.offset_base:
+            return "int"  # a pointer held as an element offset (pointer_offsets.py)
         return msl_types.ctype(v.type, self.where())
 
     def is_tensor(self, v: Value) -> bool:
@@ -123,6 +130,16 @@ class Emitter:
     def at(self, v: Value, reg: str | int = REG) -> str:
         """Element access of `v` for register `reg` (scalars ignore the register)."""
         return f"{self.name(v)}[{reg}]" if self.is_tensor(v) else self.name(v)
+
+    def address(self, ptr: Value, reg: str | int = REG) -> str:
+        """The device address a pointer value holds for register `reg`."""
+        base = self.offset_base.get(ptr.id)
+        if not base:
+            return self.at(ptr, reg)
+        split = self.split_address.get(ptr.id)
+        if split:
+            return f"(({base} + {self.at(split[0], reg)}) + {self.at(split[1], reg)})"
+        return f"({base} + {self.at(ptr, reg)})"
 
     # ---- emission ----------------------------------------------------------------------
     def line(self, text: str = "") -> None:

@@ -16,6 +16,7 @@ from msltrans.lower.dot.fragment_loop import PIN_NONE, PIN_SEPARATE, PIN_SHARED,
 from msltrans.lower.dot.fragments import plan_encodings
 from msltrans.lower.emitter import Emitter, sanitize
 from msltrans.lower.kernel_args import ARGS_NAME, MAX_BUFFER_INDEX, ArgsStruct, layout_struct
+from msltrans.lower.pointer_offsets import offset_roots, split_bases
 from msltrans.lower.program import MslParam, MslProgram
 from msltrans.lower.templates import render
 
@@ -76,6 +77,24 @@ def _params(fn: Function, em: Emitter, kernel_name: str) -> _Bindings:
         decls.append(_ParamDecl(f"constant {struct.type_name}& {ARGS_NAME}", struct_index))
     params = [by_index[i] for i in range(len(fn.args))]
     return _Bindings(params, decls, struct)
+
+
+def _hold_offsets(fn: Function, em: Emitter) -> None:
+    """Pointers into buffers under 2 GB that are only used to address as 32-bit element
+    offsets from their argument (lower/pointer_offsets.py): each such argument's own value
+    becomes the offset 0."""
+    roots = offset_roots(fn, em.users)
+    params = {arg.value.id: em.name(arg.value) for arg in set(roots.values())}
+    em.offset_base = {vid: params[arg.value.id] for vid, arg in roots.items()}
+    if em.axis is not None:
+        em.split_address = split_bases(fn, em.producers, em.users, roots, em.axis)
+    for arg in fn.args:
+        if arg.value.id in params:
+            param = params[arg.value.id]
+            zero = em.fresh(f"{param}_at")
+            em.line(f"const int {zero} = 0;  // pointers into {param}: element offsets "
+                    "(buffer < 2 GB)")
+            em.bind(arg.value, zero)
 
 
 def _check_buffer_count(bindings: _Bindings, debug: bool, where: str) -> None:
@@ -150,6 +169,7 @@ def _lower(module: Module, fn: Function, threads: int, enable_fp_fusion: bool,
     ops_debug.begin(em, fn.name)
     for block in fn.body.blocks:
         em.analyse(block)
+    _hold_offsets(fn, em)
     if fragments:  # dot results kept in simdgroup fragments (lower/dot/fragments.py)
         em.layouts.rewrites = plan_encodings(module, module.num_warps, em.users, em.uses,
                                               em.producers)

@@ -21,7 +21,12 @@ DEVICE_FENCE = "mem_flags::mem_device"
 
 @lowers("tt.addptr")
 def addptr(em: Emitter, op: Op) -> None:
-    # Offsets count elements of the pointee, as C pointer arithmetic does.
+    # Offsets count elements of the pointee, as C pointer arithmetic does. A pointer held
+    # as a 32-bit element offset adds modulo 2^32 (exact where it is dereferenced:
+    # pointer_offsets.py).
+    if op.results[0].id in em.offset_base:
+        em.elementwise(op, lambda p, off: f"int(uint({p}) + uint({off}))")
+        return
     em.elementwise(op, lambda p, off: f"{p} + {off}")
 
 
@@ -63,10 +68,10 @@ def load(em: Emitter, op: Op) -> None:
         name = em.fresh(out.name)
         em.bind(out, name)
         if mask is None:
-            em.line(f"{em.ctype(out)} {name} = *{em.at(ptr)};")
+            em.line(f"{em.ctype(out)} {name} = *{em.address(ptr)};")
         else:
             fallback = em.at(other) if other is not None else zero_literal(em.ctype(out))
-            em.line(f"{em.ctype(out)} {name} = {em.at(mask)} ? *{em.at(ptr)} : {fallback};")
+            em.line(f"{em.ctype(out)} {name} = {em.at(mask)} ? *{em.address(ptr)} : {fallback};")
         return
     name = em.declare(out)
     p = vector_access.plan(em, ptr, mask)
@@ -76,12 +81,12 @@ def load(em: Emitter, op: Op) -> None:
         return
     if mask is None:
         em.render("element_loop", reg=REG, regs=em.regs(out),
-                  body=f"{name}[{REG}] = *{em.at(ptr)};")
+                  body=f"{name}[{REG}] = *{em.address(ptr)};")
         return
     # Masked-off elements without `other` are undefined in Triton; we give zero.
     fallback = em.at(other) if other is not None else zero_literal(em.ctype(out))
     em.render("masked_load", out=f"{name}[{REG}]", reg=REG, regs=em.regs(out),
-              ptr=em.at(ptr), mask=em.at(mask), other=fallback)
+              ptr=em.address(ptr), mask=em.at(mask), other=fallback)
 
 
 @lowers("tt.store")
@@ -98,7 +103,7 @@ def store(em: Emitter, op: Op) -> None:
         if fenced:
             em.line(f"threadgroup_barrier({DEVICE_FENCE});  // earlier accesses by other threads")
         guard = f"{TID} == 0u" + (f" && {em.at(mask)}" if mask is not None else "")
-        em.line(f"if ({guard}) *{em.at(ptr)} = {em.at(value)};")
+        em.line(f"if ({guard}) *{em.address(ptr)} = {em.at(value)};")
         if fenced:
             em.line(f"threadgroup_barrier({DEVICE_FENCE});  // later accesses see the store")
         return
@@ -110,13 +115,14 @@ def store(em: Emitter, op: Op) -> None:
     _access_stats(em, "store", ptr, p)
     if p is not None:
         em.render("vector_store", reg=REG, regs=p.regs, width=p.width, nbytes=p.nbytes,
-                  word=p.word, ptr=em.at(ptr), guard=guard, checks=_checks(em, p, ptr, mask),
+                  word=p.word, ptr=em.address(ptr), guard=guard, checks=_checks(em, p, ptr, mask),
                   packed=vector_access.pack(p, em.name(value), REG))
         return
     if not guard:
-        em.render("element_loop", reg=REG, regs=L.regs, body=f"*{em.at(ptr)} = {em.at(value)};")
+        em.render("element_loop", reg=REG, regs=L.regs,
+                  body=f"*{em.address(ptr)} = {em.at(value)};")
         return
-    em.render("store", reg=REG, regs=L.regs, ptr=em.at(ptr), value=em.at(value), guard=guard)
+    em.render("store", reg=REG, regs=L.regs, ptr=em.address(ptr), value=em.at(value), guard=guard)
 
 
 def _access_stats(em: Emitter, kind: str, ptr: Value, p: vector_access.VectorPlan | None
@@ -134,7 +140,9 @@ def _checks(em: Emitter, p: vector_access.VectorPlan, ptr: Value, mask: Value | 
             ) -> list[str]:
     """The simulator's run-time checks of a run's facts (no-ops on Metal)."""
     vector_access.require_alignment(em, ptr, p.nbytes)
-    lines = [f"msl_assume_run({em.name(ptr)}, {REG}, {p.width}u, {p.nbytes}u);"]
+    base = em.offset_base.get(ptr.id)
+    lines = [f"msl_assume_run_at({base}, {em.name(ptr)}, {REG}, {p.width}u, {p.nbytes}u);"
+             if base else f"msl_assume_run({em.name(ptr)}, {REG}, {p.width}u, {p.nbytes}u);"]
     if mask is not None and em.is_tensor(mask):
         lines.append(f"msl_assume_uniform({em.name(mask)}, {REG}, {p.width}u);")
     return lines
@@ -167,6 +175,6 @@ def _vector_load(em: Emitter, p: vector_access.VectorPlan, name: str, ptr: Value
             fill = em.at(other, reg) if other is not None else zero_literal(p.elem)
             fallback.append(f"{name}[{reg}] = {fill};")
     em.render("vector_load", reg=REG, regs=p.regs, width=p.width, nbytes=p.nbytes,
-              word=p.word, ptr=em.at(ptr), mask=em.at(mask) if mask is not None else "",
+              word=p.word, ptr=em.address(ptr), mask=em.at(mask) if mask is not None else "",
               checks=_checks(em, p, ptr, mask), unpack=vector_access.unpack(p, name, REG),
               fallback=fallback, filler=filler)

@@ -91,7 +91,7 @@ def volatile_load(em: Emitter, op: Op) -> None:
     name = em.declare(out)
     L = em.layout(ptr)
     fallback = em.at(other) if other is not None else zero_literal(ct)
-    value = _load_expr(em, em.at(ptr), ct)
+    value = _load_expr(em, em.address(ptr), ct)
     if mask is not None:
         value = f"{em.at(mask)} ? {value} : {fallback}"
     replicated = any(L.ll.free_masks())
@@ -129,7 +129,7 @@ def _scalar(em: Emitter, op: Op, ct: str) -> None:
     out = op.results[0]
     name = em.fresh(out.name)
     em.bind(out, name)
-    value = _load_expr(em, em.at(ptr), ct)
+    value = _load_expr(em, em.address(ptr), ct)
     if mask is not None:
         fallback = em.at(other) if other is not None else zero_literal(ct)
         value = f"{em.at(mask)} ? {value} : {fallback}"

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from msltrans.ir.model import Value
 from msltrans.ir.types import PointerType
+from msltrans.lower import msl_types
 from msltrans.lower.emitter import Emitter
 
 # Element types a run may carry, with their size in bytes. (bool is loaded through a char
@@ -50,7 +51,9 @@ class VectorPlan:
 
 
 def pointee(em: Emitter, ptr: Value) -> str:
-    return em.ctype(ptr).split()[-1].rstrip("*")
+    """The MSL element type `ptr` points to (from its type: a pointer held as an offset has
+    the MSL type `int`)."""
+    return msl_types.ctype(ptr.type, em.where()).split()[-1].rstrip("*")
 
 
 def run_dim(bases: tuple[tuple[int, ...], ...]) -> tuple[int, int]:

@@ -102,9 +102,19 @@ def test_launch_less_file_dumps_with_printed_assumptions(kernel_file, capsys):
     lines = out.splitlines()
     assert lines[0].startswith("// msltrans dump: no launch to copy the arguments from")
     assert lines[1].startswith("//   x_ptr: *fp32 (its name ends in _ptr), 16-byte aligned")
-    assert lines[2].startswith("//   n: i32 (an int below 2**31), not a multiple of 16")
-    assert lines[3].startswith("//   alpha: i32")  # no usage marks it: flags override
+    assert lines[2].startswith("//   x_ptr: a buffer under 2 GB (tt.pointer_range=32")
+    assert lines[3].startswith("//   n: i32 (an int below 2**31), not a multiple of 16")
+    assert lines[4].startswith("//   alpha: i32")  # no usage marks it: flags override
     assert "kernel void scale_kernel(" in out
+    assert "(x_ptr + " in out  # its pointers are 32-bit offsets from it
+
+
+def test_over_2gb_keeps_64_bit_pointers(kernel_file, capsys):
+    code, out, err = run(capsys, "dump", str(kernel_file), "--kernel", "scale_kernel",
+                         "--over-2gb", "x_ptr")
+    assert code == 0, err
+    assert "a buffer under 2 GB" not in out and "(x_ptr + " not in out
+    assert "device float* " in out.split("kernel void scale_kernel(")[1].split("{", 1)[1]
 
 
 def test_several_kernels_need_kernel_flag(kernel_file, capsys):

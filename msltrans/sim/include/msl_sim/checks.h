@@ -2,9 +2,10 @@
 // says `msl_assume_run(ptrs, r, width, bytes)` before one `bytes`-wide access through
 // ptrs[r]: registers r .. r + width - 1 hold consecutive element addresses and the first is
 // `bytes`-aligned; `msl_assume_uniform(mask, r, width)`: the mask is the same over the run;
-// `msl_assume_same(value, full)`: a register computed at its run's first register equals
-// the full computation.
-// On Metal both are empty macros (the kernel defines them when nobody has); here a false
+// `msl_assume_run_at(base, offsets, r, width, bytes)`: the same for a pointer held as
+// 32-bit element offsets from `base`; `msl_assume_same(value, full)`: a register computed
+// at its run's first register equals the full computation.
+// On Metal all are empty macros (the kernel defines them when nobody has); here a false
 // claim stops the dispatch with the kernel's line, so an axis-analysis mistake fails a test
 // instead of reading the wrong memory.
 #ifndef MSL_SIM_CHECKS_H
@@ -24,6 +25,16 @@ inline void check_run(thread P (&ptrs)[N], uint r, uint width, uint bytes, const
         if ((ulong)ptrs[r + i] != first + i * (ulong)sizeof(*ptrs[r]))
             fail(s, "vectorised access: the registers of one run are not consecutive addresses");
 }
+template <class P, class O, int N>
+inline void check_run_at(P base, thread O (&offsets)[N], uint r, uint width, uint bytes,
+                         const msl_sim_site &s) {
+    if ((ulong)(base + offsets[r]) % bytes)
+        fail(s, "vectorised access: the run's first address is not aligned to the access width "
+                "(a pointer specialised as 16-byte aligned points elsewhere)");
+    for (uint i = 1; i < width; ++i)
+        if (offsets[r + i] != (int)((uint)offsets[r] + i))
+            fail(s, "vectorised access: the registers of one run are not consecutive offsets");
+}
 template <class M, int N>
 inline void check_uniform(thread M (&mask)[N], uint r, uint width, const msl_sim_site &s) {
     for (uint i = 1; i < width; ++i)
@@ -40,6 +51,10 @@ inline void check_same(T computed, T full, const msl_sim_site &s) {
 
 #define msl_assume_run(ptrs, r, width, bytes)                                                  \
     ::metal::__detail::check_run(ptrs, r, width, bytes,                                        \
+        ::metal::__detail::site(__builtin_FILE(), __builtin_LINE(), __builtin_COLUMN(),        \
+                                MSL_SIM_KIND_CODEGEN_CHECK))
+#define msl_assume_run_at(base, offsets, r, width, bytes)                                       \
+    ::metal::__detail::check_run_at(base, offsets, r, width, bytes,                             \
         ::metal::__detail::site(__builtin_FILE(), __builtin_LINE(), __builtin_COLUMN(),        \
                                 MSL_SIM_KIND_CODEGEN_CHECK))
 #define msl_assume_same(value, full)                                                           \
