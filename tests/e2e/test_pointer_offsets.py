@@ -52,6 +52,18 @@ def _walk_rows(x_ptr, out_ptr, rows, cols, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def _alternate(x_ptr, y_ptr, out_ptr, rows, cols, BLOCK: tl.constexpr):
+    c = tl.arange(0, BLOCK)
+    p = x_ptr + c
+    q = y_ptr + c
+    acc = tl.zeros([BLOCK], tl.float32)
+    for _ in range(rows):  # loop-carried pointers into x and y, swapped every step
+        acc += tl.load(p, mask=c < cols, other=0.0)
+        p, q = q + cols, p + cols
+    tl.store(out_ptr + c, acc, mask=c < cols)
+
+
+@triton.jit
 def _rows_doubled(x_ptr, y_ptr, stride, cols, BLOCK: tl.constexpr):
     r = tl.program_id(0)
     x_row = x_ptr + r * stride  # a scalar row pointer, then one offset per element
@@ -126,6 +138,26 @@ def test_a_loop_carried_pointer_keeps_its_argument_64_bit(monkeypatch):
     want = x.view(rows, cols).numpy().astype(np.float64).sum(0)
     for out in outs:
         np.testing.assert_allclose(out.numpy(), want, rtol=1e-6, atol=1e-6)
+    assert outs[0].numpy().tobytes() == outs[1].numpy().tobytes()
+
+
+def test_swapped_loop_carried_pointers_stay_64_bit(monkeypatch):
+    rows, cols, block = 5, 100, 128
+    g = torch.Generator().manual_seed(4)
+    x, y = torch.randn(rows * cols, generator=g), torch.randn(rows * cols, generator=g)
+    outs = []
+
+    def launch():  # noqa: ANN202
+        out = torch.full((cols,), float("nan"))
+        k = _alternate[(1,)](x, y, out, rows, cols, BLOCK=block)
+        outs.append(out)
+        return k
+
+    small, _ = _both(monkeypatch, launch)
+    assert "(out_ptr + " in small and "(x_ptr + " not in small and "(y_ptr + " not in small
+    xs, ys = x.view(rows, cols).double(), y.view(rows, cols).double()
+    want = sum((xs if i % 2 == 0 else ys)[i] for i in range(rows))
+    np.testing.assert_allclose(outs[0].numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
     assert outs[0].numpy().tobytes() == outs[1].numpy().tobytes()
 
 
