@@ -1,16 +1,18 @@
 """One engine of benchmarks/sim_speed.py in its own process (Triton's interpreter cannot share
 a process with the JIT path: TRITON_INTERPRET is read when kernels are defined).
 
-Reads one JSON request per line on stdin ({"case": NAME, "threads": N or null}), runs the
-case once and answers one JSON line: {"seconds": wall time, "cpu": process CPU time} or
-{"error": text}. The first request of a case builds its inputs (and compiles); its answer
-is marked "first". Every run's result is checked before it is reported.
+Reads one JSON request per line on stdin ({"case": NAME, "threads": N or null, "batch": B}),
+runs the case B times back to back (default 1) and answers one JSON line: {"seconds": the
+median wall time of those runs, "cpu": their median process CPU time} or {"error": text}.
+The first request of a case builds its inputs (and compiles), runs once, and its answer is
+marked "first". The result is checked after every request, before the answer.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import statistics
 import sys
 import time
 import traceback
@@ -37,11 +39,15 @@ def main() -> None:
             if first:
                 built[name] = CASES[name][1]()
             run, check = built[name]
-            start, start_cpu = time.perf_counter(), time.process_time()
-            run()
-            wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+            walls, cpus = [], []
+            for _ in range(1 if first else max(1, int(request.get("batch", 1)))):
+                start, start_cpu = time.perf_counter(), time.process_time()
+                run()
+                walls.append(time.perf_counter() - start)
+                cpus.append(time.process_time() - start_cpu)
             check()
-            answer = {"seconds": wall, "cpu": cpu, "first": first}
+            answer = {"seconds": statistics.median(walls), "cpu": statistics.median(cpus),
+                      "first": first}
         except Exception as exc:  # noqa: BLE001 - reported to the parent, which prints it
             answer = {"error": f"{type(exc).__name__}: {exc}",
                       "trace": traceback.format_exc(limit=4)}

@@ -85,10 +85,26 @@ def within_2gb(arg: Any) -> bool:
     Triton's AMD backend makes for its `tt.pointer_range = 32`). Unknown objects: False."""
     storage = getattr(arg, "untyped_storage", None)
     if storage is None:
-        return False
+        return _mock_within_2gb(arg)
     try:
         return int(storage().nbytes()) <= POINTER_RANGE_BYTES
     except (RuntimeError, TypeError, AttributeError):
+        return False
+
+
+def _mock_within_2gb(arg: Any) -> bool:
+    """Triton's MockTensor (what `kernel.warmup(torch.float32, ...)` passes for a dtype)
+    stands for a tensor of its shape: specialised as one, so that the warmed-up kernel is
+    the one a launch with a real tensor of that size finds in the cache (Triton's own
+    launcher does the same with the mock's data_ptr() of 0: 16-byte aligned)."""
+    if type(arg).__name__ != "MockTensor":
+        return False
+    try:
+        elements = 1
+        for size in arg.shape:
+            elements *= int(size)
+        return elements * int(arg.dtype.itemsize) <= POINTER_RANGE_BYTES
+    except (TypeError, AttributeError, ValueError):
         return False
 
 

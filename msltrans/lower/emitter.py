@@ -20,6 +20,7 @@ from msltrans.lower import msl_types
 from msltrans.lower.layouts import LayoutRef, LayoutTable
 from msltrans.lower.registry import lookup
 from msltrans.lower.templates import macros
+from msltrans.lower.unroll import cap_unroll
 
 REG = "msl_r"  # the register index in element loops
 LANE, WARP, TID = "msl_lane", "msl_warp", "msl_tid"
@@ -143,7 +144,7 @@ class Emitter:
 
     # ---- emission ----------------------------------------------------------------------
     def line(self, text: str = "") -> None:
-        self.lines.append("    " * self._indent + text if text else "")
+        self.lines.append("    " * self._indent + cap_unroll(text) if text else "")
 
     def lines_from(self, text: str) -> None:
         for ln in text.strip("\n").splitlines():

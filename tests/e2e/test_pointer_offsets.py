@@ -191,6 +191,32 @@ def test_the_launcher_specialises_buffers_under_2_gb():
     assert ["tt.pointer_range", 32] not in MetalBackend.parse_attr("D")
 
 
+@triton.jit
+def _add_block(a_ptr, b_ptr, o_ptr, N: tl.constexpr):
+    idx = tl.arange(0, N)
+    tl.store(o_ptr + idx, tl.load(a_ptr + idx) + tl.load(b_ptr + idx))
+
+
+def test_warmup_with_dtypes_compiles_what_a_launch_finds():
+    """`kernel.warmup(torch.float32, ...)` passes Triton's MockTensor: it is specialised as
+    the tensor it stands for (under 2 GB), so the launch with real tensors hits that
+    compile (Triton's test_cache.py::test_jit_warmup_cache)."""
+    from triton.runtime.jit import MockTensor
+
+    assert within_2gb(MockTensor(torch.float32))
+    assert within_2gb(MockTensor(torch.float16, [1 << 29]))  # 2^30 bytes
+    assert not within_2gb(MockTensor(torch.float32, [1 << 29]))  # 2^31 bytes
+    args = [torch.randn(32), torch.randn(32), torch.empty(32)]
+    device = driver.active.get_current_device()
+    caches = _add_block.device_caches[device][0]
+    before = len(caches)
+    _add_block.warmup(torch.float32, torch.float32, torch.float32, 32, grid=(1,))
+    assert len(caches) == before + 1
+    _add_block[(1,)](*args, 32)
+    assert len(caches) == before + 1
+    assert torch.equal(args[2], args[0] + args[1])
+
+
 @pytest.mark.parametrize("wide", [False, True])
 def test_row_bases_outside_a_loop_stay_64_bit_row_pointers(monkeypatch, wide):
     rows, cols, stride = 10, 300, 304

@@ -265,3 +265,35 @@ def test_bool_and_size_t_scalars(sim):
     np.testing.assert_array_equal(out_b[:, 1], ((i & 4) != 0) + 1)
     np.testing.assert_array_equal(out_s[:, 0], 7 + i.astype(np.uint64) * 2**32)
     assert np.all(out_s[:, 1] == 808)
+
+
+SIMD_TICKETS = """
+#include <metal_stdlib>
+using namespace metal;
+kernel void tickets(device atomic_uint* counter [[buffer(0)]], device uint* out [[buffer(1)]],
+                    uint tid [[thread_index_in_threadgroup]]) {
+    uint v = tid;
+    for (uint step = 0; step < 3; ++step) {
+        out[step * 64 + tid] = atomic_fetch_add_explicit(counter, 1u, memory_order_relaxed);
+        v = simd_shuffle_xor(v, 1);
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("schedule", ["forward", "reverse"])
+def test_simd_ops_keep_running_one_simdgroup(sim, schedule):
+    """After the last lane of a simdgroup reaches a SIMD op, the scheduler goes on with that
+    simdgroup (its first lane in schedule order), not the threadgroup's next thread: a run
+    of SIMD ops stays within 32 fibers' frames. Forward: simdgroup 0 takes tickets 0-95 (its
+    three steps), simdgroup 1 96-191; reverse: the other way round."""
+    lib = sim.compile_shader(SIMD_TICKETS)
+    counter = np.zeros(1, dtype=np.uint32)
+    out = np.zeros(3 * 64, dtype=np.uint32)
+    lib.tickets(counter, out, threads=64, group_size=64, schedule=schedule)
+    got = out.reshape(3, 2, 32)   # [step, simdgroup, lane]
+    first, second = (0, 1) if schedule == "forward" else (1, 0)
+    lanes = np.arange(32) if schedule == "forward" else np.arange(31, -1, -1)
+    for step in range(3):
+        np.testing.assert_array_equal(got[step, first], step * 32 + lanes)
+        np.testing.assert_array_equal(got[step, second], 96 + step * 32 + lanes)

@@ -13,6 +13,7 @@ from msltrans.layout import LinearLayout
 from msltrans.lower.dot.fragments import MAX_FRAGMENT_TILES
 from msltrans.lower.dot.info import BYTES, METAL_THREADGROUP_BYTES, DotInfo, macros, render
 from msltrans.lower.emitter import Emitter
+from msltrans.lower.unroll import MAX_UNROLLED_NEST
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,7 @@ def emit(em: Emitter, info: DotInfo, plan: RegisterPlan) -> None:
                                ("scratch_bytes", 0), ("barriers", 0), ("mma", 0)])
     render(em, "fma_registers", d=d, c=c, regs=regs, k=info.k, acc_t=info.acc_t,
            out_t=info.out_t, init=f"{info.acc_t}({c}[r])",
+           unroll_rows=regs * info.k <= MAX_UNROLLED_NEST,
            step=step_expr(info, f"{info.a_conv}({a}[{a_idx}])", f"{info.b_conv}({b}[{b_idx}])"))
 
 

@@ -179,6 +179,13 @@ void msl_sim_release_simd(msl_sim_worker *w, msl_sim_simdgroup *sg, unsigned ind
     sg->waiting_mask = 0;
     unsigned char *state = &w->state[index * MSL_SIM_SIMD_WIDTH];
     for (; mask; mask &= mask - 1) state[__builtin_ctz(mask)] = MSL_SIM_READY;
+    /* Locality: the pass goes on with this simdgroup's first lane (in schedule order), so a
+       run of SIMD ops keeps 32 fibers' frames in cache instead of cycling through the
+       whole threadgroup's. Any order is a schedule the GPU may choose (lanes of one
+       simdgroup still run in order between rendezvous); the seeded shuffle keeps its own. */
+    unsigned first = index * MSL_SIM_SIMD_WIDTH;
+    if (w->launch->schedule == MSL_SIM_FORWARD) w->pos = first - 1;
+    else if (w->launch->schedule == MSL_SIM_REVERSE) w->pos = w->n - first - sg->lanes - 1;
 }
 
 static inline __attribute__((always_inline)) const void *exchange(
