@@ -8,6 +8,7 @@ The pass lists live in `msltrans.ir.pipeline`; the MSL stage calls `msltrans.low
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -100,10 +101,8 @@ def _mock_within_2gb(arg: Any) -> bool:
     if type(arg).__name__ != "MockTensor":
         return False
     try:
-        elements = 1
-        for size in arg.shape:
-            elements *= int(size)
-        return elements * int(arg.dtype.itemsize) <= POINTER_RANGE_BYTES
+        nbytes = math.prod(int(size) for size in arg.shape) * int(arg.dtype.itemsize)
+        return nbytes <= POINTER_RANGE_BYTES
     except (TypeError, AttributeError, ValueError):
         return False
 

@@ -21,23 +21,24 @@ MAX_UNROLLED_TRIPS = 1024
 # 16,384 fmas indexed through tables, is minutes of clang for arrays that live in memory).
 MAX_UNROLLED_NEST = 4096
 
-_LOOP = re.compile(r"^(\s*)msl_unroll (for \(uint (\w+) = (\d+)u?; \3 < (\d+)u; "
-                   r"(?:\+\+\3|\3 \+= (\d+)u)\).*)$")
+_LOOP = re.compile(r"^\s*msl_unroll for \(uint (\w+) = (\d+)u?; \1 < (\d+)u; "
+                   r"(?:\+\+\1|\1 \+= (\d+)u)\)")
 
 
-def trips(start: int, end: int, step: int) -> int:
+def unrolled_trips(line: str) -> int | None:
+    """Iterations of the element loop `line` opens with the unroll pragma (constant bounds),
+    None for any other line."""
+    m = _LOOP.match(line) if "msl_unroll" in line else None
+    if m is None:
+        return None
+    start, end, step = int(m.group(2)), int(m.group(3)), int(m.group(4) or 1)
     return max(0, (end - start + step - 1) // step)
 
 
 def cap_unroll(line: str) -> str:
     """`line` without its unroll pragma when it opens an element loop of more than
     MAX_UNROLLED_TRIPS iterations; unchanged otherwise."""
-    if "msl_unroll" not in line:
+    n = unrolled_trips(line)
+    if n is None or n <= MAX_UNROLLED_TRIPS:
         return line
-    m = _LOOP.match(line)
-    if m is None:
-        return line
-    indent, loop, _, start, end, step = m.groups()
-    if trips(int(start), int(end), int(step or 1)) <= MAX_UNROLLED_TRIPS:
-        return line
-    return indent + loop
+    return line.replace("msl_unroll ", "", 1)
