@@ -78,8 +78,10 @@ def language_flags(version: int) -> tuple[str, ...]:
 # -nostdlib: the driver's default link (crt files, libc) costs ~40 ms per kernel library;
 # libc symbols (memcpy) resolve at load time in the Python process, and compiler helpers
 # (half conversions) come from libgcc.a, linked in explicitly (Compiler.link_flags).
-CODEGEN_FLAGS = ("-O2", *TARGET_FLAGS, "-fPIC", "-shared", "-nostdlib", "-gline-tables-only",
-                 "-fno-omit-frame-pointer", "-fstack-clash-protection")
+# -fno-plt: calls into libmslsim (loaded first, its symbols global) go through the GOT,
+# bound when the library loads, not through a PLT stub at every rendezvous and matrix op.
+CODEGEN_FLAGS = ("-O2", *TARGET_FLAGS, "-fPIC", "-fno-plt", "-shared", "-nostdlib",
+                 "-gline-tables-only", "-fno-omit-frame-pointer", "-fstack-clash-protection")
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,11 @@ and every call of a float-returning function the module does not define (libm) g
 Sign-bit operations (`fneg`, `llvm.fabs`, `llvm.copysign`), conversions, loads, selects,
 min/max and rounding intrinsics, and calls of the module's own functions (whose arithmetic is
 rewritten inside them; `as_type` and friends only move bits) are left as they are.
+
+Functions whose name contains `msl_sim_nan_raw` (the shim's multiply-accumulate arithmetic)
+are left whole: they canonicalise their own results once, at the end of a chain of
+arithmetic, which gives the same bits (whether a chain's result is a NaN does not depend on
+the NaNs' signs and payloads along it) without a compare and select after every step.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ _CALL = re.compile(rf"^(?P<indent>\s*){_NAME} = (?:\w+ )*call\b[^@\n]*?\s{_TYPE}
 _ARITH_INTRINSIC = re.compile(r"@llvm\.(fma|fmuladd|sqrt|exp|exp2|exp10|log|log2|log10|pow|"
                               r"powi|sin|cos|tan|asin|acos|atan|atan2|sinh|cosh|tanh|ldexp|"
                               r"vector\.reduce\.fadd|vector\.reduce\.fmul)\.")
+RAW_MARK = "msl_sim_nan_raw"   # in a function's name: leave its arithmetic as it is
 _DEFINE = re.compile(r"^define\b[^@\n]*(@[-\w$.]+|@\"[^\"]*\")\(", re.M)
 
 
@@ -68,7 +74,14 @@ def canonicalize_nans(ir: str) -> str:
     """The IR with a NaN canonicalisation after every float arithmetic result."""
     defined = set(_DEFINE.findall(ir))
     out: list[str] = []
+    raw = False
     for line in ir.split("\n"):
+        if line.startswith("define"):
+            raw = RAW_MARK in line.split("(", 1)[0]
+        elif raw:
+            raw = line != "}"
+            out.append(line)
+            continue
         match = _BINARY.match(line)
         if match is None:
             match = _CALL.match(line)

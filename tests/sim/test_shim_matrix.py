@@ -93,8 +93,10 @@ def test_matmul_float_bit_identical(lib):
     c = _run(lib, "mm_f", a, b, np.float32)
     ref = _chain(a, b)
     assert np.array_equal(c.view(np.uint32), ref.view(np.uint32))
-    # and a plain product differs from the chain somewhere: the test can tell orders apart
-    assert not np.array_equal(c, (a @ b).astype(np.float32))
+    # and the float64 product rounded once differs from the chain somewhere: the test can
+    # tell roundings apart (numpy's own float32 product is no witness: an OpenBLAS kernel
+    # that runs the fma chain in k order equals it bit for bit)
+    assert not np.array_equal(c, (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32))
 
 
 def test_matmul_half_and_bfloat(lib):
@@ -230,3 +232,77 @@ def test_thread_elements_of_pending_results_and_their_copies():
         row, col = (q & 4) + (lane // 2) % 4, (q & 2) * 2 + (lane % 2) * 2
         assert list(out[2 * lane : 2 * lane + 2]) == list(first[row, col : col + 2])
         assert list(out[64 + 2 * lane : 64 + 2 * lane + 2]) == list(second[row, col : col + 2])
+
+
+def _owned(lane: int) -> tuple[int, int]:
+    q = lane // 4
+    return (q & 4) + (lane // 2) % 4, (q & 2) * 2 + (lane % 2) * 2
+
+
+MIXED = (
+    HEADER
+    + """
+// The c operand of the last multiply-accumulate: per lane, from one of two pending results
+// (e in even lanes, d in odd ones), or in lanes 8..11 values the lane wrote itself.
+kernel void mixed_c(device const float* m [[buffer(0)]], device float* out [[buffer(1)]],
+                    ushort lane [[thread_index_in_simdgroup]]) {
+    simdgroup_float8x8 a, b, d, e, r;
+    simdgroup_load(a, m);
+    simdgroup_load(b, m + 64);
+    simdgroup_multiply(d, a, b);
+    simdgroup_multiply(e, b, a);
+    simdgroup_float8x8 c = (lane & 1) ? d : e;
+    if (lane >= 8 && lane < 12) c.thread_elements() = c.thread_elements() * 2.0f;
+    simdgroup_multiply_accumulate(r, a, a, c);
+    simdgroup_store(r, out, 8);
+}
+"""
+)
+
+
+def test_accumulator_from_different_results_per_lane():
+    """The whole-operand path (every lane passes the same earlier result) beside lanes that
+    pass another pending result or their own values: each lane's elements come from its own."""
+    lib = compile_shader(MIXED)
+    rng = np.random.default_rng(8)
+    m = rng.standard_normal(128).astype(np.float32)
+    out = np.zeros((8, 8), np.float32)
+    lib.mixed_c(m, out, threads=32, group_size=32)
+    a, b = m[:64].reshape(8, 8), m[64:].reshape(8, 8)
+    d, e = _chain(a, b), _chain(b, a)
+    c = np.zeros((8, 8), np.float32)
+    for lane in range(32):
+        row, col = _owned(lane)
+        c[row, col : col + 2] = (d if lane & 1 else e)[row, col : col + 2]
+        if 8 <= lane < 12:
+            c[row, col : col + 2] *= np.float32(2)
+    want = c
+    for k in range(8):
+        want = fma_f32(a[:, k : k + 1], a[k : k + 1, :], want)
+    assert np.array_equal(out.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize("name, dtype, canon", [("mm_f", np.float32, 0x7FC00000),
+                                                ("mm_h", np.float16, 0x7E00)])
+def test_multiply_accumulate_nans_are_apples(lib, name, dtype, canon):
+    """NaNs made inside the fma chains (inf * 0) and NaN operands with the sign bit and a
+    payload come out as Apple's positive quiet NaN (sim/nan_canon.py), though the chains run
+    uncanonicalised; the other elements are the chain's."""
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((64, 64)).astype(dtype)
+    b = rng.standard_normal((64, 64)).astype(dtype)
+    a[3, 5], b[5, 7] = np.inf, 0                 # inf * 0 in (3, 7)
+    a[20, 40], b[40, 9] = -np.inf, 1             # -inf + inf in (20, 9)
+    a[20, 41], b[41, 9] = np.inf, 1
+    bits = np.dtype(f"u{np.dtype(dtype).itemsize}")
+    neg_nan = np.array([0xFFC00001 if dtype == np.float32 else 0xFE01], bits).view(dtype)[0]
+    b[60, 33] = neg_nan    # a negative NaN operand: column 33 is NaN in every row
+    c = _run(lib, name, a, b, dtype)
+    rounding = (lambda v: v.astype(np.float16)) if dtype == np.float16 else (lambda v: v)
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = _chain(a, b, rounding).astype(dtype)
+    nan = np.isnan(want)
+    assert nan[3, 7] and nan[20, 9] and nan[:, 33].all()
+    assert np.array_equal(np.isnan(c), nan)
+    assert (c.view(bits)[nan] == canon).all()
+    assert np.array_equal(c[~nan].view(bits), want[~nan].view(bits))

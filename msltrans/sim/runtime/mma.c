@@ -36,18 +36,26 @@ typedef struct mma_block {
 } mma_block;
 
 typedef struct mma_op {
+    /* One cache line: what every lane recording the op touches. */
     unsigned refs, done;              /* the shim's part (msl_sim_mma) */
-    msl_sim_mma_finish finish;
-    const char *site_file;            /* where the first lane recorded it */
-    unsigned site_line, site_column;
-    unsigned arrived, waiters;
+    unsigned short arrived, waiters;
+    unsigned site_line, site_column;  /* where the first lane recorded it */
+    union {
+        msl_sim_mma_finish finish;    /* while in use */
+        struct mma_op *next_free;     /* while free */
+    };
+    const char *site_file;
     unsigned pending[3];              /* lanes whose operand x is a pending result */
-    unsigned k;                       /* its number in the simdgroup since the restart */
-    struct mma_op *next_free;
+    /* The first earlier result a lane passed as c (one reference) and the lanes that passed
+       that same one: their c slots stay unwritten. When all 32 did (an accumulator chain),
+       that result's 64 elements are c as they are (nothing gathered). */
+    unsigned whole_mask;
+    struct mma_op *whole;
     float d[64];
 } mma_op;
 _Static_assert(sizeof(mma_op) == sizeof(msl_sim_mma), "mma_op must match msl_sim_mma");
 _Static_assert(__builtin_offsetof(mma_op, d) == __builtin_offsetof(msl_sim_mma, d), "d");
+_Static_assert(__builtin_offsetof(mma_op, d) == 64, "the lanes' part is one cache line");
 
 typedef struct mma_chunk {
     struct mma_chunk *next;
@@ -111,25 +119,49 @@ static void fail(msl_sim_worker *w, msl_sim_fiber *f, const char *message) {
     msl_sim_abort_group(w);
 }
 
-static void complete(msl_sim_worker *w, msl_sim_fiber *f, mma_op *op, mma_block *block) {
-    unsigned slot = op->k % BLOCK_OPS;
+static void not_all_lanes(msl_sim_worker *w, msl_sim_fiber *f) __attribute__((noreturn));
+static void not_all_lanes(msl_sim_worker *w, msl_sim_fiber *f) {
+    fail(w, f, "divergent simdgroup_matrix ops: a multiply-accumulate operand is the result "
+         "of one that not every lane of the simdgroup executed");
+}
+
+static void complete(msl_sim_worker *w, msl_sim_fiber *f, mma_op *op, mma_block *block,
+                     unsigned k) {
+    unsigned slot = k % BLOCK_OPS;
+    const float *whole[3] = {NULL, NULL, NULL};
+    mma_op *src = op->whole;
+    if (src) {
+        if (!src->done) not_all_lanes(w, f);
+        if (op->whole_mask == ~0u) {
+            whole[2] = src->d;
+        } else {
+            for (unsigned lanes = op->whole_mask; lanes; lanes &= lanes - 1) {
+                unsigned l = (unsigned)__builtin_ctz(lanes), pos = LANE_INDEX[l];
+                operand *o = &block->lanes[l][slot][2];
+                o->v[0] = src->d[pos];
+                o->v[1] = src->d[pos + 1];
+            }
+        }
+    }
     for (unsigned x = 0; x < 3; x++) {
         for (unsigned lanes = op->pending[x]; lanes; lanes &= lanes - 1) {
             unsigned l = (unsigned)__builtin_ctz(lanes);
             operand *o = &block->lanes[l][slot][x];
-            msl_sim_mma *src = o->pending;
-            if (!src->done)
-                fail(w, f, "divergent simdgroup_matrix ops: a multiply-accumulate operand is "
-                     "the result of one that not every lane of the simdgroup executed");
+            msl_sim_mma *other = o->pending;
+            if (!other->done) not_all_lanes(w, f);
             unsigned pos = LANE_INDEX[l];
-            o->v[0] = src->d[pos];
-            o->v[1] = src->d[pos + 1];
-            release(w, src);
+            o->v[0] = other->d[pos];
+            o->v[1] = other->d[pos + 1];
+            release(w, other);
         }
         op->pending[x] = 0;
     }
-    op->finish((msl_sim_mma *)op, block->lanes[0][slot][0].v, BLOCK_OPS * 3 * 2);
+    op->finish((msl_sim_mma *)op, block->lanes[0][slot][0].v, BLOCK_OPS * 3 * 2, whole);
     op->done = 1;
+    if (src) {
+        release(w, (msl_sim_mma *)src);
+        op->whole = NULL;
+    }
     if (w->profile) msl_sim_profile_mma(w, NULL);
     if (op->waiters) {
         unsigned first = f->sg * MSL_SIM_SIMD_WIDTH;
@@ -164,9 +196,11 @@ static mma_op *new_op(msl_sim_worker *w, msl_sim_fiber *f, msl_sim_simdgroup *sg
     op->finish = finish;
     op->arrived = op->waiters = 0;
     op->pending[0] = op->pending[1] = op->pending[2] = 0;
-    op->k = k;
+    op->whole = NULL;
+    op->whole_mask = 0;
     op->refs = op->done = 0;
     sg->ops[sg->n_ops++] = op;
+    sg->matrix_used = 1;
     return op;
 }
 
@@ -182,18 +216,40 @@ static void mismatch(msl_sim_worker *w, msl_sim_fiber *f, const mma_op *op, unsi
     fail(w, f, msg);
 }
 
+/* The calling lane's next op of its simdgroup: the record the first lane made of it (which
+   must be the same op at the same site), or a new one. */
+static inline __attribute__((always_inline)) mma_op *next_op(
+        msl_sim_worker *w, msl_sim_fiber *f, msl_sim_simdgroup *sg, const msl_sim_site *site,
+        msl_sim_mma_finish finish, unsigned *k_out) {
+    unsigned k = *k_out = f->mma_seq++;
+    if (__builtin_expect(k >= sg->n_ops, 0)) return new_op(w, f, sg, k, site, finish);
+    mma_op *op = sg->ops[k];
+    if (__builtin_expect(op->finish != finish || op->site_line != site->line ||
+                         op->site_column != site->column, 0) ||
+        (op->site_file != site->file &&
+         (!op->site_file || !site->file || strcmp(op->site_file, site->file))))
+        mismatch(w, f, op, k, site);
+    return op;
+}
+
 static inline __attribute__((always_inline)) void put(operand *slot, mma_op *op,
                                                       const msl_sim_mma_arg *arg, unsigned x,
                                                       unsigned lane, unsigned pos) {
-    msl_sim_mma *src = arg->pending;
+    mma_op *src = (mma_op *)arg->pending;
     if (__builtin_expect(!src, 1)) {
         slot->v[0] = arg->v[0];
         slot->v[1] = arg->v[1];
+    } else if (x == 2 && src == op->whole) {
+        op->whole_mask |= 1u << lane;
+    } else if (x == 2 && !op->whole) {
+        op->whole = src;
+        op->whole_mask = 1u << lane;
+        src->refs++;
     } else if (src->done) {
         slot->v[0] = src->d[pos];
         slot->v[1] = src->d[pos + 1];
     } else {
-        slot->pending = src;
+        slot->pending = (msl_sim_mma *)src;
         op->pending[x] |= 1u << lane;
         src->refs++;
     }
@@ -208,19 +264,8 @@ msl_sim_mma *msl_sim_mma_record(const msl_sim_site *site, const msl_sim_mma_arg 
         if (w->profile) msl_sim_profile_note_caller(w, f, __builtin_frame_address(0));
         msl_sim_matrix_note(w, f, site);
     }
-    unsigned k = f->mma_seq++;
-    mma_op *op;
-    if (__builtin_expect(k < sg->n_ops, 1)) {
-        op = sg->ops[k];
-        if (__builtin_expect(op->finish != finish || op->site_line != site->line ||
-                             op->site_column != site->column, 0) ||
-            (op->site_file != site->file &&
-             (!op->site_file || !site->file || strcmp(op->site_file, site->file))))
-            mismatch(w, f, op, k, site);
-    } else {
-        op = new_op(w, f, sg, k, site, finish);
-        sg->matrix_used = 1;
-    }
+    unsigned k;
+    mma_op *op = next_op(w, f, sg, site, finish, &k);
     unsigned lane = f->lane, pos = LANE_INDEX[lane];
     mma_block *block = sg->blocks[k / BLOCK_OPS];
     operand *mine = block->lanes[lane][k % BLOCK_OPS];
@@ -228,7 +273,7 @@ msl_sim_mma *msl_sim_mma_record(const msl_sim_site *site, const msl_sim_mma_arg 
     put(&mine[1], op, &args[1], 1, lane, pos);
     put(&mine[2], op, &args[2], 2, lane, pos);
     op->refs++;
-    if (++op->arrived == MSL_SIM_SIMD_WIDTH) complete(w, f, op, block);
+    if (++op->arrived == MSL_SIM_SIMD_WIDTH) complete(w, f, op, block, k);
     *pos_out = pos;
     return (msl_sim_mma *)op;
 }

@@ -75,7 +75,12 @@ static inline __attribute__((always_inline)) void note(msl_sim_worker *w, msl_si
     unsigned long long key = (unsigned long long)(uintptr_t)site->file ^
         ((unsigned long long)site->line << 40 | (unsigned long long)site->column << 16 | site->kind);
     f->matrix_hash = (f->matrix_hash ^ key) * 0x100000001b3ull;
-    f->matrix_site = *site;
+    /* field by field: the caller has just written the site with scalar stores, which a
+       16-byte load of the struct could not forward from */
+    f->matrix_site.file = site->file;
+    f->matrix_site.line = site->line;
+    f->matrix_site.column = site->column;
+    f->matrix_site.kind = site->kind;
     if (__builtin_expect(w->profile != NULL, 0)) msl_sim_profile_matrix(w, f, site);
 }
 
@@ -212,16 +217,17 @@ static inline __attribute__((always_inline)) const void *exchange(
     return w->slots[index][buffer];
 }
 
-const void *msl_sim_simd_exchange(const msl_sim_site *site, const void *data, unsigned size,
-                                  unsigned *active, unsigned *lane) {
+msl_sim_simd_result msl_sim_simd_exchange(const msl_sim_site *site, const void *data,
+                                          unsigned size) {
     msl_sim_worker *w = msl_sim_self();
     msl_sim_fiber *f = msl_sim_self_fiber(w);
     if (w->profile) msl_sim_profile_note_caller(w, f, __builtin_frame_address(0));
     unsigned buffer;
-    const void *slots = exchange(w, f, site, data, size, &buffer);
-    if (active) *active = w->sgs[f->sg].mask[buffer];
-    if (lane) *lane = f->lane;
-    return slots;
+    msl_sim_simd_result r;
+    r.slots = exchange(w, f, site, data, size, &buffer);
+    r.active = w->sgs[f->sg].mask[buffer];
+    r.lane = f->lane;
+    return r;
 }
 
 void msl_sim_simdgroup_barrier(const msl_sim_site *site, unsigned flags) {

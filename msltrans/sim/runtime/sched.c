@@ -147,10 +147,19 @@ static void init_group(msl_sim_worker *w, const unsigned group[3], const unsigne
         sg->matrix_used = 0;
     }
     msl_sim_mma_reset(w);
+    unsigned local[3] = {0, 0, 0};   /* thread i's position, stepped (no divisions) */
     for (unsigned i = 0; i < n; i++) {
         msl_sim_fiber *f = &w->fibers[i];
         msl_sim_thread *t = &f->info;
-        unsigned local[3] = {i % dims[0], (i / dims[0]) % dims[1], i / (dims[0] * dims[1])};
+        if (i) {
+            if (++local[0] == dims[0]) {
+                local[0] = 0;
+                if (++local[1] == dims[1]) {
+                    local[1] = 0;
+                    local[2]++;
+                }
+            }
+        }
         for (int d = 0; d < 3; d++) {
             t->thread_position_in_threadgroup[d] = local[d];
             t->threadgroup_position_in_grid[d] = group[d];

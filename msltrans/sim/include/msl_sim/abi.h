@@ -4,7 +4,7 @@
 #ifndef MSL_SIM_ABI_H
 #define MSL_SIM_ABI_H
 
-#define MSL_SIM_ABI_VERSION 2
+#define MSL_SIM_ABI_VERSION 3
 #define MSL_SIM_SIMD_WIDTH 32
 #define MSL_SIM_EXCHANGE_BYTES 128  /* largest payload one lane publishes per SIMD op */
 
@@ -62,11 +62,17 @@ void msl_sim_simdgroup_barrier(const msl_sim_site *site, unsigned flags);
 /* A SIMD-group op: the calling lane publishes `size` (<= MSL_SIM_EXCHANGE_BYTES) bytes and
    waits until every live lane of its simdgroup has reached the same site. Returns the base
    of MSL_SIM_SIMD_WIDTH slots of MSL_SIM_EXCHANGE_BYTES bytes each (slot l holds lane l's
-   payload) that stays valid until the caller's next SIMD op; *active receives the mask of
-   participating lanes (lanes that returned from the kernel are not active) and *lane the
-   caller's lane. */
-const void *msl_sim_simd_exchange(const msl_sim_site *site, const void *data, unsigned size,
-                                  unsigned *active, unsigned *lane);
+   payload) that stays valid until the caller's next SIMD op, the mask of participating
+   lanes (lanes that returned from the kernel are not active) and the caller's lane. The
+   result comes back in registers (16 bytes): written through pointers just before the
+   return, the caller's first read of both as one 8-byte load would wait on the store
+   buffer at every SIMD op. */
+typedef struct msl_sim_simd_result {
+    const void *slots;
+    unsigned active, lane;
+} msl_sim_simd_result;
+msl_sim_simd_result msl_sim_simd_exchange(const msl_sim_site *site, const void *data,
+                                          unsigned size);
 
 /* simdgroup_multiply_accumulate without a rendezvous. Each lane records its operands (its
    two elements of a, b and c, or for an operand that is itself a pending result, that
@@ -87,8 +93,10 @@ typedef struct msl_sim_mma_arg {
     float v[2];                  /* else the lane's two elements */
 } msl_sim_mma_arg;
 /* Computes op->d from the lanes' operands: lane l's a, b and c elements (2 each, as float)
-   are lanes[l * stride + 0..5]. */
-typedef void (*msl_sim_mma_finish)(msl_sim_mma *op, const float *lanes, unsigned long stride);
+   are lanes[l * stride + 0..5], except for an operand x with whole[x] set: every lane passed
+   the same earlier result for it, whose 64 elements (row-major) whole[x] points to. */
+typedef void (*msl_sim_mma_finish)(msl_sim_mma *op, const float *lanes, unsigned long stride,
+                                   const float *const *whole);
 /* Returns the op with one reference for the caller; *pos receives the index in the 64
    elements of the caller's first element (its second is *pos + 1). */
 msl_sim_mma *msl_sim_mma_record(const msl_sim_site *site, const msl_sim_mma_arg *args,

@@ -2,7 +2,8 @@
 // (the one place it is encoded is lane_pos below). No matrix op is a rendezvous:
 // - loads and stores touch only the caller's own elements;
 // - a multiply-accumulate records the lane's operands into the simdgroup's shared record of
-//   that op (abi.h, runtime mma.c) and leaves a counted handle in the destination; the lane
+//   that op (abi.h, runtime mma.c; an operand that every lane passes as the same earlier
+//   result is taken whole) and leaves a counted handle in the destination; the lane
 //   recording last computes every output element once, as the fp32 fma chain over
 //   k = 0..7 in increasing order starting from c, rounded once to the destination type;
 // - a lane reading a pending matrix (thread_elements(), a store) waits for that result.
@@ -26,7 +27,7 @@ template <class T, int Cols, int Rows> struct simdgroup_matrix {
     static_assert(is_same<T, float>::value || is_same<T, half>::value || is_same<T, bfloat>::value,
                   "simdgroup_matrix element type must be float, half or bfloat");
     // The lane's two elements, unless __h is set: then they are the lane's part of that
-    // pending multiply-accumulate result (materialized on first read).
+    // multiply-accumulate result (materialized on first read, waiting while it is pending).
     mutable __detail::vec_t<T, 2> __e = (__detail::vec_t<T, 2>)(T)0;
     mutable msl_sim_mma *__h = nullptr;
     simdgroup_matrix() = default;
@@ -111,19 +112,28 @@ template <class T> inline msl_sim_mma_arg mma_arg(const thread simdgroup_matrix<
     arg.v[1] = (float)m.__e[1];
     return arg;
 }
-// Runs once per multiply-accumulate, in the lane that records it last.
-template <class TD> void mma_finish(msl_sim_mma *op, const float *lanes, unsigned long stride) {
-    float A[64], B[64], C[64];
-    for (uint l = 0; l < MSL_SIM_SIMD_WIDTH; ++l) {
-        uint r, c0;
-        lane_pos(l, r, c0);
-        const float *q = lanes + l * stride;
-        for (uint j = 0; j < 2; ++j) {
-            A[r * 8 + c0 + j] = q[j];
-            B[r * 8 + c0 + j] = q[2 + j];
-            C[r * 8 + c0 + j] = q[4 + j];
+// Runs once per multiply-accumulate, in the lane that records it last. An operand every
+// lane passed as the same earlier result comes whole (row-major), the others per lane.
+// Its name keeps the simulator's NaN canonicalisation (sim/nan_canon.py) out of the fma
+// chains: each result is canonicalised once, before its rounding to TD.
+template <class TD> void msl_sim_nan_raw_mma_finish(msl_sim_mma *op, const float *lanes,
+                                                    unsigned long stride,
+                                                    const float *const *whole) {
+    float gathered[3][64];
+    const float *m[3];
+    for (uint x = 0; x < 3; ++x) {
+        m[x] = whole[x];
+        if (m[x]) continue;
+        for (uint l = 0; l < MSL_SIM_SIMD_WIDTH; ++l) {
+            uint r, c0;
+            lane_pos(l, r, c0);
+            const float *q = lanes + l * stride + 2 * x;
+            gathered[x][r * 8 + c0] = q[0];
+            gathered[x][r * 8 + c0 + 1] = q[1];
         }
+        m[x] = gathered[x];
     }
+    const float *A = m[0], *B = m[1], *C = m[2];
     for (uint i = 0; i < 8; ++i) {
         float acc[8];
         for (uint j = 0; j < 8; ++j) acc[j] = C[i * 8 + j];
@@ -131,7 +141,10 @@ template <class TD> void mma_finish(msl_sim_mma *op, const float *lanes, unsigne
             float a = A[i * 8 + k];
             for (uint j = 0; j < 8; ++j) acc[j] = __builtin_fmaf(a, B[k * 8 + j], acc[j]);
         }
-        for (uint j = 0; j < 8; ++j) op->d[i * 8 + j] = (float)(TD)acc[j];
+        for (uint j = 0; j < 8; ++j) {
+            float r = acc[j] != acc[j] ? __builtin_nanf("") : acc[j];
+            op->d[i * 8 + j] = (float)(TD)r;
+        }
     }
 }
 }  // namespace __detail
@@ -167,16 +180,12 @@ inline void simdgroup_multiply_accumulate(thread simdgroup_matrix<TD, 8, 8> &d, 
     MSL_SIM_MAT_SITE();
     msl_sim_mma_arg args[3] = {__detail::mma_arg(a), __detail::mma_arg(b), __detail::mma_arg(c)};
     uint pos;
-    msl_sim_mma *h = msl_sim_mma_record(&__s, args, &__detail::mma_finish<TD>, &pos);
+    msl_sim_mma *h = msl_sim_mma_record(&__s, args, &__detail::msl_sim_nan_raw_mma_finish<TD>, &pos);
+    (void)pos;
     if (d.__h) __detail::mma_release(d.__h);   // after reading the operands: d may alias one
-    if (h->done) {
-        // This lane recorded last: the result exists, keep the values, drop the handle.
-        d.__e = __detail::vec_t<TD, 2>{(TD)h->d[pos], (TD)h->d[pos + 1]};
-        d.__h = nullptr;
-        __detail::mma_release(h);
-    } else {
-        d.__h = h;
-    }
+    // Even where this lane recorded last and the result exists: a lane holding the handle
+    // passes it whole to the next multiply-accumulate (an accumulator chain gathers nothing).
+    d.__h = h;
 }
 template <class T, class TA, class TB>
 inline void simdgroup_multiply(thread simdgroup_matrix<T, 8, 8> &d, const thread simdgroup_matrix<TA, 8, 8> &a,

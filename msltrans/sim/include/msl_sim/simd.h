@@ -40,7 +40,10 @@ struct simd_view {
 template <class T> inline simd_view exchange(const T &v, const msl_sim_site &s) {
     static_assert(sizeof(T) <= MSL_SIM_EXCHANGE_BYTES, "SIMD payload too large");
     simd_view w;
-    w.base = (const char *)msl_sim_simd_exchange(&s, &v, sizeof(T), &w.active, &w.lane);
+    msl_sim_simd_result r = msl_sim_simd_exchange(&s, &v, sizeof(T));
+    w.base = (const char *)r.slots;
+    w.active = r.active;
+    w.lane = r.lane;
     return w;
 }
 // Lane-order fold over the active lanes l with from <= l < to.
