@@ -2,8 +2,8 @@
 // (the one place it is encoded is lane_pos below). No matrix op is a rendezvous:
 // - loads and stores touch only the caller's own elements;
 // - a multiply-accumulate records the lane's operands into the simdgroup's shared record of
-//   that op (abi.h, runtime mma.c; an operand that every lane passes as the same earlier
-//   result is taken whole) and leaves a counted handle in the destination; the lane
+//   that op (abi.h, runtime mma.c; a c that every lane passes as the same earlier result
+//   is taken whole) and leaves a counted handle in the destination; the lane
 //   recording last computes every output element once, as the fp32 fma chain over
 //   k = 0..7 in increasing order starting from c, rounded once to the destination type;
 // - a lane reading a pending matrix (thread_elements(), a store) waits for that result.
