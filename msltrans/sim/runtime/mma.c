@@ -216,22 +216,6 @@ static void mismatch(msl_sim_worker *w, msl_sim_fiber *f, const mma_op *op, unsi
     fail(w, f, msg);
 }
 
-/* The calling lane's next op of its simdgroup: the record the first lane made of it (which
-   must be the same op at the same site), or a new one. */
-static inline __attribute__((always_inline)) mma_op *next_op(
-        msl_sim_worker *w, msl_sim_fiber *f, msl_sim_simdgroup *sg, const msl_sim_site *site,
-        msl_sim_mma_finish finish, unsigned *k_out) {
-    unsigned k = *k_out = f->mma_seq++;
-    if (__builtin_expect(k >= sg->n_ops, 0)) return new_op(w, f, sg, k, site, finish);
-    mma_op *op = sg->ops[k];
-    if (__builtin_expect(op->finish != finish || op->site_line != site->line ||
-                         op->site_column != site->column, 0) ||
-        (op->site_file != site->file &&
-         (!op->site_file || !site->file || strcmp(op->site_file, site->file))))
-        mismatch(w, f, op, k, site);
-    return op;
-}
-
 static inline __attribute__((always_inline)) void put(operand *slot, mma_op *op,
                                                       const msl_sim_mma_arg *arg, unsigned x,
                                                       unsigned lane, unsigned pos) {
@@ -256,7 +240,7 @@ static inline __attribute__((always_inline)) void put(operand *slot, mma_op *op,
 }
 
 msl_sim_mma *msl_sim_mma_record(const msl_sim_site *site, const msl_sim_mma_arg *args,
-                                msl_sim_mma_finish finish, unsigned *pos_out) {
+                                msl_sim_mma_finish finish) {
     msl_sim_worker *w = msl_sim_self();
     msl_sim_fiber *f = msl_sim_self_fiber(w);
     msl_sim_simdgroup *sg = &w->sgs[f->sg];
@@ -264,8 +248,18 @@ msl_sim_mma *msl_sim_mma_record(const msl_sim_site *site, const msl_sim_mma_arg 
         if (w->profile) msl_sim_profile_note_caller(w, f, __builtin_frame_address(0));
         msl_sim_matrix_note(w, f, site);
     }
-    unsigned k;
-    mma_op *op = next_op(w, f, sg, site, finish, &k);
+    unsigned k = f->mma_seq++;
+    mma_op *op;
+    if (__builtin_expect(k < sg->n_ops, 1)) {
+        op = sg->ops[k];
+        if (__builtin_expect(op->finish != finish || op->site_line != site->line ||
+                             op->site_column != site->column, 0) ||
+            (op->site_file != site->file &&
+             (!op->site_file || !site->file || strcmp(op->site_file, site->file))))
+            mismatch(w, f, op, k, site);
+    } else {
+        op = new_op(w, f, sg, k, site, finish);
+    }
     unsigned lane = f->lane, pos = LANE_INDEX[lane];
     mma_block *block = sg->blocks[k / BLOCK_OPS];
     operand *mine = block->lanes[lane][k % BLOCK_OPS];
@@ -274,7 +268,6 @@ msl_sim_mma *msl_sim_mma_record(const msl_sim_site *site, const msl_sim_mma_arg 
     put(&mine[2], op, &args[2], 2, lane, pos);
     op->refs++;
     if (++op->arrived == MSL_SIM_SIMD_WIDTH) complete(w, f, op, block, k);
-    *pos_out = pos;
     return (msl_sim_mma *)op;
 }
 

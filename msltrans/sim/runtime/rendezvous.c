@@ -75,12 +75,7 @@ static inline __attribute__((always_inline)) void note(msl_sim_worker *w, msl_si
     unsigned long long key = (unsigned long long)(uintptr_t)site->file ^
         ((unsigned long long)site->line << 40 | (unsigned long long)site->column << 16 | site->kind);
     f->matrix_hash = (f->matrix_hash ^ key) * 0x100000001b3ull;
-    /* field by field: the caller has just written the site with scalar stores, which a
-       16-byte load of the struct could not forward from */
-    f->matrix_site.file = site->file;
-    f->matrix_site.line = site->line;
-    f->matrix_site.column = site->column;
-    f->matrix_site.kind = site->kind;
+    f->matrix_site = *site;
     if (__builtin_expect(w->profile != NULL, 0)) msl_sim_profile_matrix(w, f, site);
 }
 

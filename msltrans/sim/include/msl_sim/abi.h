@@ -97,10 +97,10 @@ typedef struct msl_sim_mma_arg {
    the same earlier result for it, whose 64 elements (row-major) whole[x] points to. */
 typedef void (*msl_sim_mma_finish)(msl_sim_mma *op, const float *lanes, unsigned long stride,
                                    const float *const *whole);
-/* Returns the op with one reference for the caller; *pos receives the index in the 64
-   elements of the caller's first element (its second is *pos + 1). */
+/* Returns the op with one reference for the caller (which keeps it as the destination's
+   handle, also when the result already exists). */
 msl_sim_mma *msl_sim_mma_record(const msl_sim_site *site, const msl_sim_mma_arg *args,
-                                msl_sim_mma_finish finish, unsigned *pos);
+                                msl_sim_mma_finish finish);
 /* Blocks until op->done; returns the caller's element index as msl_sim_mma_record does. */
 unsigned msl_sim_mma_wait(msl_sim_mma *op, const msl_sim_site *site);
 /* refs reached 0 on a finished op: give it back. */

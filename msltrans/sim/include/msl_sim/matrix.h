@@ -179,9 +179,7 @@ inline void simdgroup_multiply_accumulate(thread simdgroup_matrix<TD, 8, 8> &d, 
                                           MSL_SIM_SITE_ARGS) {
     MSL_SIM_MAT_SITE();
     msl_sim_mma_arg args[3] = {__detail::mma_arg(a), __detail::mma_arg(b), __detail::mma_arg(c)};
-    uint pos;
-    msl_sim_mma *h = msl_sim_mma_record(&__s, args, &__detail::msl_sim_nan_raw_mma_finish<TD>, &pos);
-    (void)pos;
+    msl_sim_mma *h = msl_sim_mma_record(&__s, args, &__detail::msl_sim_nan_raw_mma_finish<TD>);
     if (d.__h) __detail::mma_release(d.__h);   // after reading the operands: d may alias one
     // Even where this lane recorded last and the result exists: a lane holding the handle
     // passes it whole to the next multiply-accumulate (an accumulator chain gathers nothing).
