@@ -209,3 +209,73 @@ kernel void red(device const int* x [[buffer(0)]], device const float* f [[buffe
         assert np.all(bits[lanes, 2] == np.bitwise_xor.reduce(u[lanes]))
         assert np.all(v[lanes, 0] == np.bitwise_xor.reduce((u[lanes] & 0xFFFF).astype(np.uint16)))
         assert np.all(v[lanes, 1] == np.bitwise_xor.reduce((u[lanes] >> 16).astype(np.uint16)))
+
+
+def test_reduction_result_shared_per_op_in_a_loop_with_inactive_lanes():
+    """A reduction is computed by the first lane that needs it and copied by the others
+    (abi.h's shared slot); each release starts it afresh. 64 reductions in a row whose
+    inputs change every time, then lanes 20..31 return and 32 more run over the 20 left: a
+    result kept from the previous op, or from the other generation's slot, is wrong."""
+    lib = compile_shader(
+        HEADER
+        + """
+kernel void chain(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                  device float* late [[buffer(2)]],
+                  uint gid [[thread_position_in_grid]], uint lane [[thread_index_in_simdgroup]]) {
+    float v = x[gid];
+    for (uint i = 0; i < 64u; ++i) v = simd_sum(v) * 0.03125f + float(lane) * 0.001f;
+    out[gid] = v;
+    if (lane >= 20u) return;
+    float h = 0.0f;
+    for (uint i = 0; i < 32u; ++i) h += simd_max(v * float(i + 1u) - h);
+    late[gid] = h;
+}
+"""
+    )
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(96).astype(np.float32)
+    out = np.zeros(96, np.float32)
+    late = np.full(96, -1.0, np.float32)
+    lib.chain(x, out, late, threads=96, group_size=96)
+    lanes = np.arange(32, dtype=np.float32)
+    for s in range(3):
+        v = x[32 * s:32 * s + 32].copy()
+        for _ in range(64):
+            v = (np.float32(lane_order_sum(v)) * np.float32(0.03125)
+                 + lanes * np.float32(0.001)).astype(np.float32)
+        np.testing.assert_array_equal(out[32 * s:32 * s + 32], v)
+        h = np.zeros(20, np.float32)
+        for i in range(32):
+            h = h + (v[:20] * np.float32(i + 1) - h).max()
+        np.testing.assert_array_equal(late[32 * s:32 * s + 20], h)
+        assert (late[32 * s + 20:32 * s + 32] == -1.0).all()
+
+
+def test_reductions_of_two_types_at_one_site_keep_their_own_results():
+    """One simd_sum call in a function template, reached in the same rendezvous by lanes of
+    two instantiations (float and int: the same source position, so one SIMD op): the
+    shared slot's key keeps a lane from copying the other type's result. Float lanes fold
+    the 32 payloads as floats, int lanes as ints (wrapping), as every lane did before the
+    result was shared."""
+    lib = compile_shader(
+        HEADER
+        + """
+template <class T> T total(T v) { return simd_sum(v); }
+kernel void mixed(device const int* k [[buffer(0)]], device float* fout [[buffer(1)]],
+                  device int* iout [[buffer(2)]],
+                  uint gid [[thread_position_in_grid]], uint lane [[thread_index_in_simdgroup]]) {
+    if (lane % 3u == 0u) fout[gid] = total(as_type<float>(k[gid]));
+    else iout[gid] = total(k[gid]);
+}
+"""
+    )
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(32).astype(np.float32)
+    k = x.view(np.int32).copy()
+    fout = np.zeros(32, np.float32)
+    iout = np.zeros(32, np.int32)
+    lib.mixed(k, fout, iout, threads=32, group_size=32)
+    lane = np.arange(32)
+    isum = np.int32(np.int64(k.astype(np.int64).sum() + 2**31) % 2**32 - 2**31)
+    np.testing.assert_array_equal(fout[lane % 3 == 0], np.float32(lane_order_sum(x)))
+    np.testing.assert_array_equal(iout[lane % 3 != 0], isum)

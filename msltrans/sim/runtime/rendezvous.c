@@ -72,15 +72,25 @@ static inline __attribute__((always_inline)) void note(msl_sim_worker *w, msl_si
     if (__builtin_expect(!f->full_sg, 0)) partial_simdgroup(w, f, site);
     w->sgs[f->sg].matrix_used = 1;
     f->matrix_count++;
-    unsigned long long key = (unsigned long long)(uintptr_t)site->file ^
-        ((unsigned long long)site->line << 40 | (unsigned long long)site->column << 16 | site->kind);
-    f->matrix_hash = (f->matrix_hash ^ key) * 0x100000001b3ull;
-    f->matrix_site = *site;
+    unsigned long long lck =
+        (unsigned long long)site->line << 40 | (unsigned long long)site->column << 16 | site->kind;
+    f->matrix_hash = (f->matrix_hash ^ (unsigned long long)(uintptr_t)site->file ^ lck)
+                     * 0x100000001b3ull;
+    f->matrix_file = site->file;
+    f->matrix_lck = lck;
     if (__builtin_expect(w->profile != NULL, 0)) msl_sim_profile_matrix(w, f, site);
 }
 
 void msl_sim_matrix_note(msl_sim_worker *w, msl_sim_fiber *f, const msl_sim_site *site) {
     note(w, f, site);
+}
+
+/* The last matrix load/store of lane `f`, from what note() kept of its site. */
+static int describe_matrix_site(char *out, size_t cap, const msl_sim_fiber *f) {
+    msl_sim_site s = {f->matrix_file, (unsigned)(f->matrix_lck >> 40),
+                      (unsigned)(f->matrix_lck >> 16) & 0xFFFFFFu,
+                      (unsigned)f->matrix_lck & 0xFFFFu};
+    return describe_site(out, cap, &s);
 }
 
 /* 0 when every lane of simdgroup `index` ran the same matrix loads/stores since the last
@@ -106,9 +116,9 @@ static int matrix_sync(msl_sim_worker *w, unsigned index) {
         return 0;
     }
     char a[256], b[256], msg[800];
-    if (lanes[0].matrix_count) describe_site(a, sizeof a, &lanes[0].matrix_site);
+    if (lanes[0].matrix_count) describe_matrix_site(a, sizeof a, &lanes[0]);
     else snprintf(a, sizeof a, "none");
-    if (lanes[bad].matrix_count) describe_site(b, sizeof b, &lanes[bad].matrix_site);
+    if (lanes[bad].matrix_count) describe_matrix_site(b, sizeof b, &lanes[bad]);
     else snprintf(b, sizeof b, "none");
     snprintf(msg, sizeof msg, "divergent simdgroup_matrix ops in simdgroup %u: since the last "
              "rendezvous lane 0 executed %u load(s)/store(s) (last: %s) and %u "
@@ -174,6 +184,7 @@ void msl_sim_release_simd(msl_sim_worker *w, msl_sim_simdgroup *sg, unsigned ind
     if (w->profile) msl_sim_profile_simd(w, sg->site0, index);
     unsigned mask = sg->waiting_mask;
     sg->mask[sg->gen & 1] = mask;
+    ((msl_sim_shared_result *)w->slots[index][sg->gen & 1][MSL_SIM_SIMD_WIDTH])->ready = 0;
     sg->gen++;
     sg->waiting = 0;
     sg->waiting_mask = 0;

@@ -44,7 +44,11 @@ typedef struct msl_sim_fiber {
     unsigned long long matrix_hash;   /* ... and a hash of their sites */
     msl_sim_mma *wait_op;             /* WAIT_MMA: the result waited for */
     const msl_sim_site *site;
-    msl_sim_site matrix_site;         /* the last load/store */
+    /* The last load/store's site as note() has it in registers (file, and line << 40 |
+       column << 16 | kind): copying the caller's just-written 24-byte site struct whole
+       stalled every matrix load on a failed store forwarding. */
+    const char *matrix_file;
+    unsigned long long matrix_lck;
     msl_sim_thread info;
 } msl_sim_fiber;
 
@@ -62,9 +66,11 @@ typedef struct msl_sim_simdgroup {
 } msl_sim_simdgroup;
 
 /* SIMD payload slots of one simdgroup: two generations (lanes read generation g's slots
-   after being released while faster lanes already publish generation g+1). Apart from
-   msl_sim_simdgroup, so that the simdgroups' bookkeeping stays in a few cache lines. */
-typedef unsigned char msl_sim_slots[2][MSL_SIM_SIMD_WIDTH][MSL_SIM_EXCHANGE_BYTES];
+   after being released while faster lanes already publish generation g+1), each the 32
+   lanes' slots and the shared result slot (abi.h). Apart from msl_sim_simdgroup, so that
+   the simdgroups' bookkeeping stays in a few cache lines. */
+typedef unsigned char msl_sim_slots[2][MSL_SIM_SIMD_WIDTH + 1][MSL_SIM_EXCHANGE_BYTES];
+_Static_assert(sizeof(msl_sim_shared_result) == MSL_SIM_EXCHANGE_BYTES, "one slot");
 
 typedef struct msl_sim_worker {
     unsigned index;

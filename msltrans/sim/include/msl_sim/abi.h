@@ -4,7 +4,7 @@
 #ifndef MSL_SIM_ABI_H
 #define MSL_SIM_ABI_H
 
-#define MSL_SIM_ABI_VERSION 3
+#define MSL_SIM_ABI_VERSION 4
 #define MSL_SIM_SIMD_WIDTH 32
 #define MSL_SIM_EXCHANGE_BYTES 128  /* largest payload one lane publishes per SIMD op */
 
@@ -62,7 +62,10 @@ void msl_sim_simdgroup_barrier(const msl_sim_site *site, unsigned flags);
 /* A SIMD-group op: the calling lane publishes `size` (<= MSL_SIM_EXCHANGE_BYTES) bytes and
    waits until every live lane of its simdgroup has reached the same site. Returns the base
    of MSL_SIM_SIMD_WIDTH slots of MSL_SIM_EXCHANGE_BYTES bytes each (slot l holds lane l's
-   payload) that stays valid until the caller's next SIMD op, the mask of participating
+   payload), followed by one more slot of that size shared by the lanes of this op
+   (msl_sim_shared_result: its `ready` is 0 when the op is released, so that a result that is
+   the same for every lane, like a reduction's, is computed by the first lane that needs it
+   and copied by the others), all valid until the caller's next SIMD op, the mask of participating
    lanes (lanes that returned from the kernel are not active) and the caller's lane. The
    result comes back in registers (16 bytes): written through pointers just before the
    return, the caller's first read of both as one 8-byte load would wait on the store
@@ -73,6 +76,13 @@ typedef struct msl_sim_simd_result {
 } msl_sim_simd_result;
 msl_sim_simd_result msl_sim_simd_exchange(const msl_sim_site *site, const void *data,
                                           unsigned size);
+/* The shared slot after the lanes' slots: `key` says which result `value` holds (the
+   shim's choice: the operation and type), valid once `ready` is nonzero. */
+typedef struct msl_sim_shared_result {
+    unsigned ready, key;
+    unsigned long long pad;
+    unsigned char value[MSL_SIM_EXCHANGE_BYTES - 16];
+} msl_sim_shared_result;
 
 /* simdgroup_multiply_accumulate without a rendezvous. Each lane records its operands (its
    two elements of a, b and c, or for an operand that is itself a pending result, that

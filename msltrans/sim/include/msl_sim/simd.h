@@ -1,7 +1,9 @@
 // SIMD-group functions. Each call is one rendezvous (msl_sim_simd_exchange): every active
 // lane publishes its value, then computes its own result from all slots. Reductions and
 // scans combine the active lanes in increasing lane order (a fixed order, so results are
-// deterministic; float sums round after every addition, in T's own precision).
+// deterministic; float sums round after every addition, in T's own precision). A
+// reduction's result is the same for every lane: the first lane to read it computes it into
+// the op's shared slot (abi.h) and the others copy it.
 #ifndef MSL_SIM_SIMD_H
 #define MSL_SIM_SIMD_H
 #pragma clang system_header
@@ -57,6 +59,28 @@ template <class T, class F> inline T fold(const simd_view &w, uint to, T init, F
     }
     return acc;
 }
+// A reduction over all active lanes, computed once per op: the shared slot's key names the
+// operation (op_id) and T, so lanes that disagree on them (only possible when two different
+// reductions share one source position, e.g. from one macro) each fold their own.
+template <class T, class F> inline T shared_fold(const simd_view &w, T x, F f, uint op_id) {
+    static_assert(sizeof(T) <= sizeof(((msl_sim_shared_result *)0)->value), "result too large");
+    msl_sim_shared_result *shared =
+        (msl_sim_shared_result *)(w.base + MSL_SIM_SIMD_WIDTH * MSL_SIM_EXCHANGE_BYTES);
+    const uint key = op_id | (uint)sizeof(T) << 8 | (uint)is_floating_point<T>::value << 16
+                     | (uint)is_signed<T>::value << 17 | (uint)is_same<S_of<T>, bfloat>::value << 18;
+    T r;
+    if (shared->ready && shared->key == key) {
+        __builtin_memcpy(&r, shared->value, sizeof(T));
+        return r;
+    }
+    r = fold<T>(w, MSL_SIM_SIMD_WIDTH, x, f);
+    if (!shared->ready) {
+        __builtin_memcpy(shared->value, &r, sizeof(T));
+        shared->key = key;
+        shared->ready = 1;
+    }
+    return r;
+}
 // Integer sums and products wrap (two's complement, as the GPU does): computed on the
 // unsigned type so that signed overflow is never undefined behaviour in the host compiler.
 template <class T> using wrap_scalar = conditional_t<is_integral_scalar<T>::value && !is_same<T, bool>::value,
@@ -82,19 +106,19 @@ template <class T> inline T op_xor(T a, T b) { return a ^ b; }
 #define MSL_SIM_SIMD_SITE() msl_sim_site __s = MSL_SIM_SITE(MSL_SIM_KIND_SIMD_OP)
 #define MSL_SIM_SHUFFLE_SITE() msl_sim_site __s = MSL_SIM_SITE(MSL_SIM_KIND_SIMD_SHUFFLE)
 #define MSL_SIM_REDUCE_SITE() msl_sim_site __s = MSL_SIM_SITE(MSL_SIM_KIND_SIMD_REDUCE)
-#define MSL_SIM_SIMD_REDUCE(name, op, cond)                                                  \
+#define MSL_SIM_SIMD_REDUCE(name, op, cond, id)                                              \
     template <class T> inline enable_if_t<cond, T> name(T x, MSL_SIM_SITE_ARGS) {            \
         MSL_SIM_REDUCE_SITE();                                                               \
         __detail::simd_view w = __detail::exchange(x, __s);                                  \
-        return __detail::fold<T>(w, MSL_SIM_SIMD_WIDTH, x, __detail::op<T>);                 \
+        return __detail::shared_fold<T>(w, x, __detail::op<T>, id);                          \
     }
-MSL_SIM_SIMD_REDUCE(simd_sum, op_add, is_arithmetic<T>::value)
-MSL_SIM_SIMD_REDUCE(simd_product, op_mul, is_arithmetic<T>::value)
-MSL_SIM_SIMD_REDUCE(simd_min, op_min, is_arithmetic<T>::value)
-MSL_SIM_SIMD_REDUCE(simd_max, op_max, is_arithmetic<T>::value)
-MSL_SIM_SIMD_REDUCE(simd_and, op_and, is_integral<T>::value)
-MSL_SIM_SIMD_REDUCE(simd_or, op_or, is_integral<T>::value)
-MSL_SIM_SIMD_REDUCE(simd_xor, op_xor, is_integral<T>::value)
+MSL_SIM_SIMD_REDUCE(simd_sum, op_add, is_arithmetic<T>::value, 1u)
+MSL_SIM_SIMD_REDUCE(simd_product, op_mul, is_arithmetic<T>::value, 2u)
+MSL_SIM_SIMD_REDUCE(simd_min, op_min, is_arithmetic<T>::value, 3u)
+MSL_SIM_SIMD_REDUCE(simd_max, op_max, is_arithmetic<T>::value, 4u)
+MSL_SIM_SIMD_REDUCE(simd_and, op_and, is_integral<T>::value, 5u)
+MSL_SIM_SIMD_REDUCE(simd_or, op_or, is_integral<T>::value, 6u)
+MSL_SIM_SIMD_REDUCE(simd_xor, op_xor, is_integral<T>::value, 7u)
 #undef MSL_SIM_SIMD_REDUCE
 
 // Scans: inclusive covers active lanes <= own lane, exclusive those < own lane (identity
