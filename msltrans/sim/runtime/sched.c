@@ -109,19 +109,39 @@ void msl_sim_abort_group(msl_sim_worker *w) {
     __builtin_unreachable();
 }
 
+/* Runs threads until one blocks: the thread it was started for, then, each time the
+   running one returns and the next ready thread in schedule order has not run yet, that
+   one on this same stack (the order is the one switching to it would give). */
 static void fiber_main(void *arg) {
     msl_sim_worker *w = arg;
-    msl_sim_fiber *f = &w->fibers[w->current];
-    w->launch->entry(w->launch->buffers, w->tg_ptrs, &f->info);
-    w->state[f - w->fibers] = MSL_SIM_DONE;
-    w->live--;
-    unsigned index = f->sg;
-    msl_sim_simdgroup *sg = &w->sgs[index];
-    sg->live--;
-    /* A lane that returns no longer takes part in SIMD ops: the others may go on. */
-    if (sg->live && sg->waiting == sg->live) msl_sim_release_simd(w, sg, index);
-    msl_sim_block(w);
-    __builtin_unreachable();
+    for (;;) {
+        msl_sim_fiber *f = &w->fibers[w->current];
+        w->launch->entry(w->launch->buffers, w->tg_ptrs, &f->info);
+        w->state[f - w->fibers] = MSL_SIM_DONE;
+        w->live--;
+        unsigned index = f->sg;
+        msl_sim_simdgroup *sg = &w->sgs[index];
+        sg->live--;
+        /* A lane that returns no longer takes part in SIMD ops: the others may go on. */
+        if (sg->live && sg->waiting == sg->live) msl_sim_release_simd(w, sg, index);
+        int next = w->report.kind ? -1 : msl_sim_next_ready(w);
+        if (next >= 0 && w->fresh[next]) {
+            w->fresh[next] = 0;
+            w->current = next;
+            w->state[next] = MSL_SIM_RUNNING;
+            continue;
+        }
+        msl_sim_switch_to(w, f, next);
+        __builtin_unreachable();
+    }
+}
+
+void msl_sim_start_fiber(msl_sim_worker *w, unsigned i) {
+    char *lo = w->pool + MSL_SIM_POOL_HEADER + (unsigned long)i * MSL_SIM_STACK_STRIDE
+               + MSL_SIM_STACK_GUARD;
+    char *top = lo + MSL_SIM_STACK_SIZE - (i % 32) * 64;
+    msl_sim_context_init(&w->fibers[i].ctx, lo, top, fiber_main, w);
+    w->fresh[i] = 0;
 }
 
 static void init_group(msl_sim_worker *w, const unsigned group[3], const unsigned dims[3],
@@ -181,11 +201,8 @@ static void init_group(msl_sim_worker *w, const unsigned group[3], const unsigne
         f->matrix_count = 0;
         f->matrix_hash = 0;
         f->mma_seq = 0;
-        char *lo = w->pool + MSL_SIM_POOL_HEADER + (unsigned long)i * MSL_SIM_STACK_STRIDE
-                   + MSL_SIM_STACK_GUARD;
-        char *top = lo + MSL_SIM_STACK_SIZE - (i % 32) * 64;
-        msl_sim_context_init(&f->ctx, lo, top, fiber_main, w);
     }
+    memset(w->fresh, 1, n);
     /* Uninitialised threadgroup memory reads as NaN in every float type. */
     memset(w->arena, 0xFF, w->arena_used);
 }
@@ -203,6 +220,7 @@ int msl_sim_run_group(msl_sim_worker *w, const unsigned group[3], const unsigned
     if (first >= 0) {
         w->current = first;
         w->state[first] = MSL_SIM_RUNNING;
+        msl_sim_start_fiber(w, (unsigned)first);
         w->in_kernel = 1;
         msl_sim_context_switch(&w->sched_ctx, &w->fibers[first].ctx);
         w->in_kernel = 0;

@@ -104,20 +104,23 @@ typedef struct msl_sim_worker {
     /* Each fiber's state (MSL_SIM_READY, ...), apart from the fibers: scanning for the next
        ready one and releasing a barrier touch a few cache lines, not one per thread. */
     unsigned char state[MSL_SIM_MAX_THREADS];
+    /* 1 while a thread has not run yet: its context is made when it is first switched to,
+       and a thread that returns runs the next such thread itself, on its own stack (no
+       context, no switch: a kernel without rendezvous runs its group as one loop). */
+    unsigned char fresh[MSL_SIM_MAX_THREADS];
     msl_sim_fiber fibers[MSL_SIM_MAX_THREADS];
     msl_sim_simdgroup sgs[MSL_SIM_MAX_SIMDGROUPS];
     msl_sim_slots slots[MSL_SIM_MAX_SIMDGROUPS] __attribute__((aligned(64)));
 } msl_sim_worker;
 
-/* The worker and fiber of code running on a fiber stack. */
+/* The worker of code running on a fiber stack, and the thread it runs (not the owner of
+   the stack: a thread that starts when another returns runs on that one's stack). */
 static inline msl_sim_worker *msl_sim_self(void) {
     uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
     return *(msl_sim_worker **)(sp & ~(MSL_SIM_POOL_ALIGN - 1));
 }
 static inline msl_sim_fiber *msl_sim_self_fiber(msl_sim_worker *w) {
-    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
-    uintptr_t off = sp - (uintptr_t)w->pool - MSL_SIM_POOL_HEADER;
-    return &w->fibers[off / MSL_SIM_STACK_STRIDE];
+    return &w->fibers[w->current];
 }
 
 /* sched.c */
@@ -149,6 +152,21 @@ static inline int msl_sim_next_ready(msl_sim_worker *w) {
     }
 }
 
+/* sched.c: make the context of thread i, which has not run yet. */
+void msl_sim_start_fiber(msl_sim_worker *w, unsigned i);
+
+/* From the running fiber `self` to thread `next` (-1: back to the scheduler). */
+static inline void msl_sim_switch_to(msl_sim_worker *w, msl_sim_fiber *self, int next) {
+    msl_sim_context *to = &w->sched_ctx;
+    if (next >= 0) {
+        w->current = next;
+        w->state[next] = MSL_SIM_RUNNING;
+        if (w->fresh[next]) msl_sim_start_fiber(w, (unsigned)next);
+        to = &w->fibers[next].ctx;
+    }
+    msl_sim_context_switch(&self->ctx, to);
+}
+
 /* Called on a fiber whose state is no longer RUNNING: run the next ready fiber (one
    context switch), or go back to the scheduler (all returned, or nothing can move). */
 static inline void msl_sim_block(msl_sim_worker *w) {
@@ -158,13 +176,7 @@ static inline void msl_sim_block(msl_sim_worker *w) {
         w->state[w->current] = MSL_SIM_RUNNING;
         return;
     }
-    msl_sim_context *to = &w->sched_ctx;
-    if (next >= 0) {
-        w->current = next;
-        w->state[next] = MSL_SIM_RUNNING;
-        to = &w->fibers[next].ctx;
-    }
-    msl_sim_context_switch(&self->ctx, to);
+    msl_sim_switch_to(w, self, next);
 }
 
 /* rendezvous.c */
