@@ -36,7 +36,7 @@ from msltrans.sim.entries import entry_symbol
 from msltrans.sim.errors import LaunchError
 from msltrans.sim.faults import raise_report
 from msltrans.sim.signatures import KernelSignature
-from msltrans.sim.staging import POOL
+from msltrans.sim.staging import POOL, copy_bytes
 from msltrans.sim.store import deps_changed, load_built
 
 MAX_THREADS_PER_THREADGROUP = 1024
@@ -240,7 +240,7 @@ class Kernel:
             if not retry:
                 for region in regions:
                     if region.copy_back:
-                        ctypes.memmove(region.host_start, region.data, region.size)
+                        copy_bytes(region.host_start, region.data, region.size)
                 check_slack(regions, bound)
             return report
         finally:
@@ -262,7 +262,7 @@ def _map(lib: ctypes.CDLL, region: Region) -> None:
     if region.scalar_bytes is not None:
         ctypes.memmove(data, region.scalar_bytes, region.size)
     elif region.size:
-        ctypes.memmove(data, region.host_start, region.size)
+        copy_bytes(data, region.host_start, region.size)
 
 
 class Library:

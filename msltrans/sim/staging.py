@@ -14,11 +14,43 @@ from __future__ import annotations
 import collections
 import ctypes
 import mmap
+import os
 import threading
 from typing import Any
 
+try:
+    import torch
+except ImportError:  # pragma: no cover - torch is a dependency; numpy-only use still works
+    torch = None  # type: ignore[assignment]
+
 BUDGET = 256 << 20
 PAGE = mmap.PAGESIZE
+# Copies into and out of staging at least this large use torch's intra-op threads (a 1M
+# float vector add moves 24 MB per dispatch: one thread spent longer copying than running).
+PARALLEL_COPY_BYTES = 1 << 20
+
+
+def _parallel_copies() -> bool:
+    """Whether the dispatch may use more than one core (MSLTRANS_SIM_THREADS unset or > 1):
+    a run pinned to one worker copies on one thread too."""
+    text = os.environ.get("MSLTRANS_SIM_THREADS", "").strip()
+    if not text:
+        return True
+    try:
+        return int(text) > 1
+    except ValueError:
+        return False
+
+
+def copy_bytes(dst: int, src: int, size: int) -> None:
+    """memmove between staging and host memory (never overlapping), the large ones on
+    torch's threads where the dispatch may use several cores."""
+    if size >= PARALLEL_COPY_BYTES and torch is not None and _parallel_copies():
+        into = torch.frombuffer((ctypes.c_uint8 * size).from_address(dst), dtype=torch.uint8)
+        into.copy_(torch.frombuffer((ctypes.c_uint8 * size).from_address(src),
+                                    dtype=torch.uint8))
+    else:
+        ctypes.memmove(dst, src, size)
 
 
 def staging_alignment(size: int) -> int:
