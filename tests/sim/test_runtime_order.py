@@ -24,7 +24,8 @@ kernel void take(device uint* counter [[buffer(0)]], device uint* out [[buffer(1
 // simdgroup_barrier (frames of threads started on a returned thread's stack must survive
 // while other threads run).
 kernel void odd_return(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
-                       uint gid [[thread_position_in_grid]], uint lane [[thread_index_in_simdgroup]]) {
+                       uint gid [[thread_position_in_grid]],
+                       uint lane [[thread_index_in_simdgroup]]) {
     if (lane & 1u) {
         out[gid] = -1.0f;
         return;
