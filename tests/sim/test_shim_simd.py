@@ -279,3 +279,33 @@ kernel void mixed(device const int* k [[buffer(0)]], device float* fout [[buffer
     isum = np.int32(np.int64(k.astype(np.int64).sum() + 2**31) % 2**32 - 2**31)
     np.testing.assert_array_equal(fout[lane % 3 == 0], np.float32(lane_order_sum(x)))
     np.testing.assert_array_equal(iout[lane % 3 != 0], isum)
+
+
+def test_ballots_in_a_loop_each_see_their_own_votes():
+    """simd_ballot's vote is shared by the lanes like a reduction's result: 40 ballots in a
+    row whose predicates change every time (a stale shared vote would repeat), in a partial
+    simdgroup of 24 lanes."""
+    lib = compile_shader(
+        HEADER
+        + """
+kernel void votes(device const uint* x [[buffer(0)]], device uint* out [[buffer(1)]],
+                  uint gid [[thread_position_in_grid]], uint lane [[thread_index_in_simdgroup]]) {
+    uint acc = 0u;
+    for (uint i = 0; i < 40u; ++i) {
+        uint v = uint(static_cast<ulong>(simd_ballot(((x[gid] >> (i % 32u)) & 1u) != 0u)));
+        acc = (acc ^ v) * 3u + i;
+    }
+    out[gid] = acc;
+}
+"""
+    )
+    rng = np.random.default_rng(9)
+    x = rng.integers(0, 2**32, 56, dtype=np.uint64).astype(np.uint32)
+    out = np.zeros(56, np.uint32)
+    lib.votes(x, out, threads=56, group_size=56)
+    for first, lanes in ((0, 32), (32, 24)):
+        acc = 0
+        for i in range(40):
+            vote = sum(1 << lane for lane in range(lanes) if (int(x[first + lane]) >> (i % 32)) & 1)
+            acc = ((acc ^ vote) * 3 + i) & 0xFFFFFFFF
+        assert (out[first:first + lanes] == acc).all(), (first, out[first:first + lanes], acc)

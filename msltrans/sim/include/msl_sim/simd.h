@@ -200,9 +200,21 @@ template <class T> inline __detail::if_arith<T> simd_shuffle_and_fill_up(T x, T 
 inline simd_vote simd_ballot(bool b, MSL_SIM_SITE_ARGS) {
     MSL_SIM_SIMD_SITE();
     __detail::simd_view w = __detail::exchange(b, __s);
+    // The same vote for every lane: shared like a reduction's result (key 8).
+    msl_sim_shared_result *shared =
+        (msl_sim_shared_result *)(w.base + MSL_SIM_SIMD_WIDTH * MSL_SIM_EXCHANGE_BYTES);
     vote_t v = 0;
+    if (shared->ready && shared->key == 8u) {
+        __builtin_memcpy(&v, shared->value, sizeof v);
+        return simd_vote(v);
+    }
     for (uint l = 0; l < MSL_SIM_SIMD_WIDTH; ++l)
         if (w.on(l) && w.get<bool>(l)) v |= (vote_t)1 << l;
+    if (!shared->ready) {
+        __builtin_memcpy(shared->value, &v, sizeof v);
+        shared->key = 8u;
+        shared->ready = 1;
+    }
     return simd_vote(v);
 }
 inline simd_vote simd_active_threads_mask(MSL_SIM_SITE_ARGS) {
