@@ -63,10 +63,11 @@ void msl_sim_simdgroup_barrier(const msl_sim_site *site, unsigned flags);
    waits until every live lane of its simdgroup has reached the same site. Returns the base
    of MSL_SIM_SIMD_WIDTH slots of MSL_SIM_EXCHANGE_BYTES bytes each (slot l holds lane l's
    payload), followed by one more slot of that size shared by the lanes of this op
-   (msl_sim_shared_result: its `ready` is 0 when the op is released, so that a result that is
-   the same for every lane, like a reduction's, is computed by the first lane that needs it
-   and copied by the others), all valid until the caller's next SIMD op, the mask of participating
-   lanes (lanes that returned from the kernel are not active) and the caller's lane. The
+   (msl_sim_shared_result: its `ready` is 0 when the op is released, so that a result that
+   is the same for every lane, like a reduction's, is computed by the first lane that needs
+   it and copied by the others), all valid until the caller's next SIMD op; the mask of
+   participating lanes (lanes that returned from the kernel are not active) and the
+   caller's lane. The
    result comes back in registers (16 bytes): written through pointers just before the
    return, the caller's first read of both as one 8-byte load would wait on the store
    buffer at every SIMD op. */

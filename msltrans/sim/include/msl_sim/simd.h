@@ -60,8 +60,8 @@ template <class T, class F> inline T fold(const simd_view &w, uint to, T init, F
     return acc;
 }
 // A reduction over all active lanes, computed once per op: the shared slot's key names the
-// operation (op_id) and T, so lanes that disagree on them (only possible when two different
-// reductions share one source position, e.g. from one macro) each fold their own.
+// operation (op_id) and T, so lanes that disagree on them (instantiations of one template
+// for different types, reaching one call site together) each fold their own.
 template <class T, class F> inline T shared_fold(const simd_view &w, T x, F f, uint op_id) {
     static_assert(sizeof(T) <= sizeof(((msl_sim_shared_result *)0)->value), "result too large");
     msl_sim_shared_result *shared =
