@@ -67,10 +67,9 @@ void msl_sim_simdgroup_barrier(const msl_sim_site *site, unsigned flags);
    is the same for every lane, like a reduction's, is computed by the first lane that needs
    it and copied by the others), all valid until the caller's next SIMD op; the mask of
    participating lanes (lanes that returned from the kernel are not active) and the
-   caller's lane. The
-   result comes back in registers (16 bytes): written through pointers just before the
-   return, the caller's first read of both as one 8-byte load would wait on the store
-   buffer at every SIMD op. */
+   caller's lane. The result comes back in registers (16 bytes): written through pointers
+   just before the return, the caller's first read of both as one 8-byte load would wait
+   on the store buffer at every SIMD op. */
 typedef struct msl_sim_simd_result {
     const void *slots;
     unsigned active, lane;
