@@ -30,13 +30,21 @@ SOURCE = r"""
 #include <metal_stdlib>
 using namespace metal;
 
-// No SIMD-group operation: what plain per-lane code costs per iteration.
-kernel void plain(device float *out [[buffer(0)]], constant uint &n [[buffer(1)]],
-                  uint tid [[thread_position_in_grid]]) {
-    float x = float(tid & 31u);
-    for (uint i = 0; i < n; ++i) x = x * 0.5f + 1.0f;
-    out[tid] = x;
-}
+// n iterations of a multiply-add, each after `step` (nothing: what plain per-lane code
+// costs per iteration; a barrier).
+#define AFFINE_LOOP(name, step)                                                          \
+    kernel void name(device float *out [[buffer(0)]], constant uint &n [[buffer(1)]],    \
+                     uint tid [[thread_position_in_grid]]) {                             \
+        float x = float(tid & 31u);                                                      \
+        for (uint i = 0; i < n; ++i) {                                                   \
+            step;                                                                        \
+            x = x * 0.5f + 1.0f;                                                         \
+        }                                                                                \
+        out[tid] = x;                                                                    \
+    }
+AFFINE_LOOP(plain, (void)0)
+AFFINE_LOOP(sg_barrier, simdgroup_barrier(mem_flags::mem_none))
+AFFINE_LOOP(tg_barrier, threadgroup_barrier(mem_flags::mem_threadgroup))
 
 kernel void shuffle_xor(device float *out [[buffer(0)]], constant uint &n [[buffer(1)]],
                         uint tid [[thread_position_in_grid]]) {
@@ -49,26 +57,6 @@ kernel void reduce_max(device float *out [[buffer(0)]], constant uint &n [[buffe
                        uint tid [[thread_position_in_grid]]) {
     float x = float(tid & 31u);
     for (uint i = 0; i < n; ++i) x = simd_max(x) - float(i & 1u);
-    out[tid] = x;
-}
-
-kernel void sg_barrier(device float *out [[buffer(0)]], constant uint &n [[buffer(1)]],
-                       uint tid [[thread_position_in_grid]]) {
-    float x = float(tid & 31u);
-    for (uint i = 0; i < n; ++i) {
-        simdgroup_barrier(mem_flags::mem_none);
-        x = x * 0.5f + 1.0f;
-    }
-    out[tid] = x;
-}
-
-kernel void tg_barrier(device float *out [[buffer(0)]], constant uint &n [[buffer(1)]],
-                       uint tid [[thread_position_in_grid]]) {
-    float x = float(tid & 31u);
-    for (uint i = 0; i < n; ++i) {
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-        x = x * 0.5f + 1.0f;
-    }
     out[tid] = x;
 }
 

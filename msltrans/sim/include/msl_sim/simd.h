@@ -59,27 +59,32 @@ template <class T, class F> inline T fold(const simd_view &w, uint to, T init, F
     }
     return acc;
 }
-// A reduction over all active lanes, computed once per op: the shared slot's key names the
-// operation (op_id) and T, so lanes that disagree on them (instantiations of one template
-// for different types, reaching one call site together) each fold their own.
-template <class T, class F> inline T shared_fold(const simd_view &w, T x, F f, uint op_id) {
+// A result that is the same for every lane of the op, computed once: the first lane that
+// needs it runs `compute` into the op's shared slot (abi.h), the others copy it. `key` names
+// what the value is, so lanes that disagree (instantiations of one template for different
+// types, reaching one call site together) each compute their own.
+template <class T, class C> inline T shared_result(const simd_view &w, uint key, C compute) {
     static_assert(sizeof(T) <= sizeof(((msl_sim_shared_result *)0)->value), "result too large");
     msl_sim_shared_result *shared =
         (msl_sim_shared_result *)(w.base + MSL_SIM_SIMD_WIDTH * MSL_SIM_EXCHANGE_BYTES);
-    const uint key = op_id | (uint)sizeof(T) << 8 | (uint)is_floating_point<T>::value << 16
-                     | (uint)is_signed<T>::value << 17 | (uint)is_same<S_of<T>, bfloat>::value << 18;
     T r;
     if (shared->ready && shared->key == key) {
         __builtin_memcpy(&r, shared->value, sizeof(T));
         return r;
     }
-    r = fold<T>(w, MSL_SIM_SIMD_WIDTH, x, f);
+    r = compute();
     if (!shared->ready) {
         __builtin_memcpy(shared->value, &r, sizeof(T));
         shared->key = key;
         shared->ready = 1;
     }
     return r;
+}
+// A reduction over all active lanes; its key: the operation (op_id 1..7) and T.
+template <class T, class F> inline T shared_fold(const simd_view &w, T x, F f, uint op_id) {
+    const uint key = op_id | (uint)sizeof(T) << 8 | (uint)is_floating_point<T>::value << 16
+                     | (uint)is_signed<T>::value << 17 | (uint)is_same<S_of<T>, bfloat>::value << 18;
+    return shared_result<T>(w, key, [&] { return fold<T>(w, MSL_SIM_SIMD_WIDTH, x, f); });
 }
 // Integer sums and products wrap (two's complement, as the GPU does): computed on the
 // unsigned type so that signed overflow is never undefined behaviour in the host compiler.
@@ -200,22 +205,13 @@ template <class T> inline __detail::if_arith<T> simd_shuffle_and_fill_up(T x, T 
 inline simd_vote simd_ballot(bool b, MSL_SIM_SITE_ARGS) {
     MSL_SIM_SIMD_SITE();
     __detail::simd_view w = __detail::exchange(b, __s);
-    // The same vote for every lane: shared like a reduction's result (key 8).
-    msl_sim_shared_result *shared =
-        (msl_sim_shared_result *)(w.base + MSL_SIM_SIMD_WIDTH * MSL_SIM_EXCHANGE_BYTES);
-    vote_t v = 0;
-    if (shared->ready && shared->key == 8u) {
-        __builtin_memcpy(&v, shared->value, sizeof v);
-        return simd_vote(v);
-    }
-    for (uint l = 0; l < MSL_SIM_SIMD_WIDTH; ++l)
-        if (w.on(l) && w.get<bool>(l)) v |= (vote_t)1 << l;
-    if (!shared->ready) {
-        __builtin_memcpy(shared->value, &v, sizeof v);
-        shared->key = 8u;
-        shared->ready = 1;
-    }
-    return simd_vote(v);
+    // The same vote for every lane (key 8: no reduction's key is below 0x100).
+    return simd_vote(__detail::shared_result<vote_t>(w, 8u, [&] {
+        vote_t v = 0;
+        for (uint l = 0; l < MSL_SIM_SIMD_WIDTH; ++l)
+            if (w.on(l) && w.get<bool>(l)) v |= (vote_t)1 << l;
+        return v;
+    }));
 }
 inline simd_vote simd_active_threads_mask(MSL_SIM_SITE_ARGS) {
     MSL_SIM_SIMD_SITE();
