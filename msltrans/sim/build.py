@@ -22,6 +22,7 @@ from msltrans.sim.compiler import (
 from msltrans.sim.discover import find_kernels
 from msltrans.sim.entries import generate_entries
 from msltrans.sim.errors import CompileError
+from msltrans.sim.lanes.plugin import lanes_flags
 from msltrans.sim.large import compile_large, is_large
 from msltrans.sim.nan_canon import canonicalize_nans
 from msltrans.sim.pch import PCH_CODEGEN, USE_PCH, prelude_pch, split_shim
@@ -133,8 +134,11 @@ def build(source: str, name: str, compiler: Compiler, key: str,
         ir = Path(work, f"{name}.ll")
         ir.write_text(canonicalize_nans(ir.read_text()))
         tmp = temp_output(library)
-        argv = [*compiler.argv, "-x", "ir", *CODEGEN_FLAGS, *profiling, "-ffp-contract=off",
-                "-o", str(tmp), f"{name}.ll", "-x", "none", *compiler.link_flags]
+        # The lanes pass (msltrans.sim.lanes) adds each kernel's simdgroup-at-a-time entry.
+        lanes = () if profile else lanes_flags(compiler)
+        argv = [*compiler.argv, "-x", "ir", *CODEGEN_FLAGS, *profiling, *lanes,
+                "-ffp-contract=off", "-o", str(tmp), f"{name}.ll", "-x", "none",
+                *compiler.link_flags]
         try:
             def step(args: list[str], what: str) -> str:
                 return _run(args, work, what, name, keep)

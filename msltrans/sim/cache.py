@@ -15,7 +15,8 @@ from pathlib import Path
 _SIM_DIR = Path(__file__).parent
 # Everything that changes what a given MSL source compiles to.
 _VERSIONED_FILES = ("prepare.py", "discover.py", "signatures.py", "entries.py", "build.py",
-                    "compiler.py", "large.py", "store.py", "nan_canon.py", "attributes.py")
+                    "compiler.py", "large.py", "store.py", "nan_canon.py", "attributes.py",
+                    "lanes/plugin.py", "lanes/lanes_pass.cpp")
 
 
 def cache_dir() -> Path:

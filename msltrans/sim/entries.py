@@ -13,6 +13,11 @@ def entry_symbol(index: int) -> str:
     return f"{ENTRY_PREFIX}{index}"
 
 
+def lanes_symbol(index: int) -> str:
+    """The same kernel run a simdgroup at a time, where the lanes pass made one."""
+    return f"__msl_sim_lanes_{index}"
+
+
 def generate_entries(kernels: list[KernelSignature]) -> str:
     lines = ['#line 1 "<msl_sim entries>"']
     for index, kernel in enumerate(kernels):

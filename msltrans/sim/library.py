@@ -32,7 +32,9 @@ from msltrans.sim.args import (
 )
 from msltrans.sim.cache import headers_hash, temp_output
 from msltrans.sim.compiler import CODEGEN_FLAGS, LANGUAGE_FLAGS, find_compiler
-from msltrans.sim.entries import entry_symbol
+from msltrans.sim.entries import entry_symbol, lanes_symbol
+from msltrans.sim.lanes.plugin import available as lanes_pass
+from msltrans.sim.lanes.plugin import lanes_enabled
 from msltrans.sim.errors import LaunchError
 from msltrans.sim.faults import raise_report
 from msltrans.sim.signatures import KernelSignature
@@ -86,6 +88,7 @@ class Kernel:
         self.signature = signature
         self.name = signature.name
         self._entry = entry
+        self._lanes = 0   # the lanes entry (msltrans.sim.lanes), 0 where there is none
         self._static_tg = 0
 
     @property
@@ -185,7 +188,8 @@ class Kernel:
             tg_lengths=(ctypes.c_ulong * max(len(tg_lengths), 1))(*tg_lengths),
             threads=(ctypes.c_uint * 3)(*grid), group_size=(ctypes.c_uint * 3)(*group),
             schedule=native.SCHEDULES[schedule], workers=0, seed=seed & (2**64 - 1),
-            timeout_ms=timeout_ms, profile=int(target is not None))
+            timeout_ms=timeout_ms, profile=int(target is not None),
+            lanes_entry=self._lanes if target is None and lanes_enabled() else 0)
         retried = False
         while True:
             report = self._dispatch(launch, bound, scalars, n_buffers, session if target else None,
@@ -280,7 +284,11 @@ class Library:
         self._kernels = {}
         for index, signature in enumerate(kernels):
             entry = ctypes.cast(getattr(self._dll, entry_symbol(index)), ctypes.c_void_p).value
-            self._kernels[signature.name] = Kernel(self, signature, entry or 0)
+            kernel = Kernel(self, signature, entry or 0)
+            if hasattr(self._dll, lanes_symbol(index)):
+                lanes = getattr(self._dll, lanes_symbol(index))
+                kernel._lanes = ctypes.cast(lanes, ctypes.c_void_p).value or 0
+            self._kernels[signature.name] = kernel
 
     def __getattr__(self, name: str) -> Kernel:
         kernels = self.__dict__.get("_kernels", {})
@@ -321,7 +329,9 @@ def _dlopen(path: Path) -> ctypes.CDLL:
 @functools.lru_cache(maxsize=1)
 def _config_hash() -> str:
     compiler = find_compiler()
-    text = "\0".join([compiler.identity, headers_hash(), *LANGUAGE_FLAGS, *CODEGEN_FLAGS])
+    # With the lanes pass or without (LLVM's headers missing): different libraries.
+    text = "\0".join([compiler.identity, headers_hash(), *LANGUAGE_FLAGS, *CODEGEN_FLAGS,
+                      lanes_pass(compiler)])
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -12,7 +12,7 @@ from msltrans.sim.cache import cache_dir, runtime_sources, temp_output, tree_has
 from msltrans.sim.compiler import TARGET_FLAGS, find_compiler, shell_command
 from msltrans.sim.errors import CompileError
 
-ABI_VERSION = 4
+ABI_VERSION = 5
 
 
 class Launch(ctypes.Structure):
@@ -30,6 +30,7 @@ class Launch(ctypes.Structure):
         ("timeout_ms", ctypes.c_uint),
         ("profile", ctypes.c_uint),
         ("profile_out", ctypes.c_void_p),
+        ("lanes_entry", ctypes.c_void_p),
     ]
 
 

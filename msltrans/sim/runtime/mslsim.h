@@ -37,6 +37,7 @@ typedef struct msl_sim_launch {
     unsigned timeout_ms;               /* 0: no limit */
     unsigned profile;                  /* nonzero: count events (profile.c) */
     void *profile_out;                 /* where profile.c adds its counters */
+    msl_sim_entry lanes_entry;         /* the kernel run a simdgroup at a time (lanes.c), or NULL */
 } msl_sim_launch;
 
 typedef struct msl_sim_report {

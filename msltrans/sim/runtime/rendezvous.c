@@ -218,7 +218,6 @@ static inline __attribute__((always_inline)) const void *exchange(
     else if (!same_site_fast(sg->site0, site)) sg->site_mismatch = 1;
     sg->waiting_mask |= 1u << f->lane;
     if (++sg->waiting == sg->live) msl_sim_release_simd(w, sg, index);
-    msl_sim_block(w);
     *buffer_out = buffer;
     return w->slots[index][buffer];
 }
@@ -231,6 +230,7 @@ msl_sim_simd_result msl_sim_simd_exchange(const msl_sim_site *site, const void *
     unsigned buffer;
     msl_sim_simd_result r;
     r.slots = exchange(w, f, site, data, size, &buffer);
+    msl_sim_block(w);
     r.active = w->sgs[f->sg].mask[buffer];
     r.lane = f->lane;
     return r;
@@ -243,13 +243,54 @@ void msl_sim_simdgroup_barrier(const msl_sim_site *site, unsigned flags) {
     if (w->profile) msl_sim_profile_note_caller(w, f, __builtin_frame_address(0));
     unsigned buffer;
     exchange(w, f, site, NULL, 0, &buffer);
+    msl_sim_block(w);
 }
+
+static void threadgroup_arrive(msl_sim_worker *w, msl_sim_fiber *f, const msl_sim_site *site);
 
 void msl_sim_threadgroup_barrier(const msl_sim_site *site, unsigned flags) {
     (void)flags;
     msl_sim_worker *w = msl_sim_self();
     msl_sim_fiber *f = msl_sim_self_fiber(w);
     if (w->profile) msl_sim_profile_note_caller(w, f, __builtin_frame_address(0));
+    threadgroup_arrive(w, f, site);
+    msl_sim_block(w);
+}
+
+/* ---- The same rendezvous for a simdgroup run as one function (lanes.c) ------------------
+   The lane publishes and returns at once; the simdgroup's loop runs the other lanes and
+   resumes this one when the rendezvous is released (its result: msl_sim_lanes_exchange_result). */
+
+void msl_sim_lanes_exchange(const msl_sim_site *site, const void *data, unsigned size) {
+    msl_sim_worker *w = msl_sim_self();
+    msl_sim_fiber *f = msl_sim_self_fiber(w);
+    exchange(w, f, site, data, size, &f->buffer);
+}
+
+msl_sim_simd_result msl_sim_lanes_exchange_result(void) {
+    msl_sim_worker *w = msl_sim_self();
+    msl_sim_fiber *f = msl_sim_self_fiber(w);
+    msl_sim_simd_result r;
+    r.slots = w->slots[f->sg][f->buffer];
+    r.active = w->sgs[f->sg].mask[f->buffer];
+    r.lane = f->lane;
+    return r;
+}
+
+void msl_sim_lanes_simdgroup_barrier(const msl_sim_site *site, unsigned flags) {
+    (void)flags;
+    msl_sim_worker *w = msl_sim_self();
+    msl_sim_fiber *f = msl_sim_self_fiber(w);
+    exchange(w, f, site, NULL, 0, &f->buffer);
+}
+
+void msl_sim_lanes_threadgroup_barrier(const msl_sim_site *site, unsigned flags) {
+    (void)flags;
+    msl_sim_worker *w = msl_sim_self();
+    threadgroup_arrive(w, msl_sim_self_fiber(w), site);
+}
+
+static void threadgroup_arrive(msl_sim_worker *w, msl_sim_fiber *f, const msl_sim_site *site) {
     w->state[f - w->fibers] = MSL_SIM_WAIT_TG;
     f->site = site;
     if (!w->tg_waiting) w->tg_site0 = site;
@@ -265,8 +306,8 @@ void msl_sim_threadgroup_barrier(const msl_sim_site *site, unsigned flags) {
         if (w->profile) msl_sim_profile_barrier(w, site);
         w->tg_waiting = 0;
         memset(w->state, MSL_SIM_READY, w->n);
+        w->lanes_restart = w->lanes;
     }
-    msl_sim_block(w);
 }
 
 /* Every live thread is blocked and none can be released: say who waits where. */

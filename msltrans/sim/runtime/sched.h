@@ -49,6 +49,7 @@ typedef struct msl_sim_fiber {
        stalled every matrix load on a failed store forwarding. */
     const char *matrix_file;
     unsigned long long matrix_lck;
+    unsigned buffer;                  /* lanes mode: the payload generation of its last SIMD op */
     msl_sim_thread info;
 } msl_sim_fiber;
 
@@ -101,6 +102,17 @@ typedef struct msl_sim_worker {
     struct mma_chunk *mma_chunks;
     unsigned long mma_live;
     unsigned order[MSL_SIM_MAX_THREADS];
+    /* Lanes mode (lanes.c): one function call runs a simdgroup's lanes; each simdgroup's
+       lanes in schedule order, where its pass is, and the simdgroups in schedule order. */
+    int lanes;                        /* this group runs in lanes mode */
+    int lanes_restart;                /* a threadgroup barrier was released: passes restart */
+    unsigned cur_sg;                  /* the simdgroup whose function is running */
+    unsigned char lane_order[MSL_SIM_MAX_SIMDGROUPS][MSL_SIM_SIMD_WIDTH];
+    int lane_pos[MSL_SIM_MAX_SIMDGROUPS];
+    unsigned char lane_progress[MSL_SIM_MAX_SIMDGROUPS];
+    unsigned char sg_fresh[MSL_SIM_MAX_SIMDGROUPS];
+    unsigned char sg_done[MSL_SIM_MAX_SIMDGROUPS];
+    unsigned sg_order[MSL_SIM_MAX_SIMDGROUPS];
     /* Each fiber's state (MSL_SIM_READY, ...), apart from the fibers: scanning for the next
        ready one and releasing a barrier touch a few cache lines, not one per thread. */
     unsigned char state[MSL_SIM_MAX_THREADS];
@@ -184,6 +196,9 @@ void msl_sim_release_simd(msl_sim_worker *w, msl_sim_simdgroup *sg, unsigned ind
 void msl_sim_matrix_note(msl_sim_worker *w, msl_sim_fiber *f, const msl_sim_site *site);
 int msl_sim_report_deadlock(msl_sim_worker *w);
 int msl_sim_matrix_check_end(msl_sim_worker *w);
+
+/* lanes.c */
+int msl_sim_lanes_start(msl_sim_worker *w);
 
 /* mma.c */
 void msl_sim_mma_reset(msl_sim_worker *w);

@@ -1,0 +1,355 @@
+// msltrans simulator: run a simdgroup as one function (an LLVM pass plugin for clang).
+//
+// For each generated entry __msl_sim_entry_N whose kernel meets SIMD-group rendezvous
+// (SIMD ops, simdgroup and threadgroup barriers), adds __msl_sim_lanes_N: the same kernel
+// as one function that runs the lanes of one simdgroup in turn, each up to its next
+// rendezvous, like the fibers of the per-thread model but without a context per lane:
+//
+// - every rendezvous call is split out: the lane publishes (the runtime's msl_sim_lanes_*
+//   variant, which never blocks), keeps where it stopped in a per-lane resume slot and goes
+//   back to the loop head; resumed, it reads the call's result from the runtime;
+// - values live across a rendezvous, and every stack object, get one copy per lane (32
+//   slots, indexed by the lane the loop head chose);
+// - the loop head asks the runtime for the next lane to run (msl_sim_lanes_next: the
+//   schedule order, blocking the simdgroup when its lanes wait at a threadgroup barrier),
+//   and dispatches on that lane's resume slot.
+//
+// Kernels it does not handle keep only their per-thread entry (the runtime then uses
+// fibers): simdgroup_matrix ops, dynamic stack allocations, indirect calls, per-lane stack
+// objects over LANES_STACK_LIMIT bytes. The per-thread entry is left unchanged.
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/IR/CFG.h"
+#include "llvm/IR/InstIterator.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/IntrinsicInst.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/PassManager.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Passes/PassPlugin.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Transforms/Utils/BasicBlockUtils.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Transforms/Utils/Local.h"
+
+#include <map>
+#include <set>
+#include <string>
+
+using namespace llvm;
+
+namespace {
+
+constexpr unsigned LANES = 32;
+constexpr uint64_t LANES_STACK_LIMIT = 192 * 1024;   // all lanes' stack objects together
+
+struct Rendezvous {
+    const char *name;    // the shim's call (abi.h)
+    const char *lanes;   // the runtime's publishing variant: same parameters, returns void
+    const char *result;  // reads the call's result once the lane runs again (or nullptr)
+};
+const Rendezvous RENDEZVOUS[] = {
+    {"msl_sim_simd_exchange", "msl_sim_lanes_exchange", "msl_sim_lanes_exchange_result"},
+    {"msl_sim_simdgroup_barrier", "msl_sim_lanes_simdgroup_barrier", nullptr},
+    {"msl_sim_threadgroup_barrier", "msl_sim_lanes_threadgroup_barrier", nullptr},
+};
+// Runtime calls that need the per-thread model (fibers).
+const char *const FIBERS_ONLY[] = {"msl_sim_mma_record", "msl_sim_mma_wait",
+                                   "msl_sim_matrix_arrive", "msl_sim_mma_free"};
+const char *const ENTRY_PREFIX = "__msl_sim_entry_";
+const char *const LANES_PREFIX = "__msl_sim_lanes_";
+
+const Rendezvous *rendezvousOf(const Function *f) {
+    if (!f) return nullptr;
+    for (const Rendezvous &r : RENDEZVOUS)
+        if (f->getName() == r.name) return &r;
+    return nullptr;
+}
+
+bool fibersOnly(const Function *f) {
+    if (!f) return false;
+    for (const char *name : FIBERS_ONLY)
+        if (f->getName() == name) return true;
+    return false;
+}
+
+// Functions whose calls (transitively) reach a rendezvous, and those that reach a call the
+// lanes model does not handle.
+struct Reach {
+    std::set<const Function *> rendezvous, refuse;
+};
+
+Reach reach(Module &m) {
+    Reach r;
+    bool changed = true;
+    while (changed) {
+        changed = false;
+        for (Function &f : m) {
+            if (f.isDeclaration()) continue;
+            bool hasR = r.rendezvous.count(&f), hasX = r.refuse.count(&f);
+            for (Instruction &i : instructions(f)) {
+                auto *cb = dyn_cast<CallBase>(&i);
+                if (!cb) continue;
+                Function *callee = cb->getCalledFunction();
+                if (!hasR && (rendezvousOf(callee) || (callee && r.rendezvous.count(callee)))) {
+                    r.rendezvous.insert(&f);
+                    hasR = changed = true;
+                }
+                if (!hasX && (fibersOnly(callee) || (callee && r.refuse.count(callee)))) {
+                    r.refuse.insert(&f);
+                    hasX = changed = true;
+                }
+            }
+        }
+    }
+    return r;
+}
+
+// Why `g` (the clone, everything that reaches a rendezvous inlined) cannot run as lanes,
+// or "".
+std::string inlineAll(Function &g, const Reach &r) {
+    for (unsigned round = 0; round < 64; ++round) {
+        SmallVector<CallBase *, 16> calls;
+        for (Instruction &i : instructions(g)) {
+            auto *cb = dyn_cast<CallBase>(&i);
+            if (!cb) continue;
+            Function *callee = cb->getCalledFunction();
+            if (!callee && !cb->isInlineAsm()) return "an indirect call";
+            if (callee && !callee->isDeclaration() && r.rendezvous.count(callee))
+                calls.push_back(cb);
+        }
+        if (calls.empty()) return "";
+        for (CallBase *cb : calls) {
+            InlineFunctionInfo info;
+            if (!InlineFunction(*cb, info).isSuccess()) return "a call that cannot be inlined";
+        }
+    }
+    return "calls nested too deeply";
+}
+
+// Whether instruction `v` is live on entry to a block of `resume`.
+bool liveAcross(Instruction &v, const SmallPtrSetImpl<BasicBlock *> &resume) {
+    BasicBlock *def = v.getParent();
+    SmallVector<BasicBlock *, 16> work;
+    for (Use &u : v.uses()) {
+        auto *user = cast<Instruction>(u.getUser());
+        BasicBlock *b = user->getParent();
+        if (auto *phi = dyn_cast<PHINode>(user)) {
+            b = phi->getIncomingBlock(u);
+            if (b == def) continue;   // live out of the definition's block only
+        } else if (b == def) {
+            continue;
+        }
+        work.push_back(b);
+    }
+    SmallPtrSet<BasicBlock *, 32> seen;
+    while (!work.empty()) {
+        BasicBlock *b = work.pop_back_val();
+        if (!seen.insert(b).second) continue;
+        if (resume.count(b)) return true;
+        for (BasicBlock *p : predecessors(b))
+            if (p != def) work.push_back(p);
+    }
+    return false;
+}
+
+std::string transform(Function &g, Argument *threadArg) {
+    Module &m = *g.getParent();
+    LLVMContext &ctx = m.getContext();
+    const DataLayout &dl = m.getDataLayout();
+    Type *i32 = Type::getInt32Ty(ctx), *i64 = Type::getInt64Ty(ctx), *i8 = Type::getInt8Ty(ctx);
+    PointerType *ptr = PointerType::get(ctx, 0);
+
+    // Stack objects: static ones only; lifetime markers go (lanes share no slot anyway).
+    SmallVector<Instruction *, 16> dead;
+    for (Instruction &i : instructions(g)) {
+        if (auto *a = dyn_cast<AllocaInst>(&i)) {
+            if (a->getParent() != &g.getEntryBlock() || !a->isStaticAlloca())
+                return "a dynamic stack allocation";
+        } else if (auto *ii = dyn_cast<IntrinsicInst>(&i)) {
+            Intrinsic::ID id = ii->getIntrinsicID();
+            if (id == Intrinsic::lifetime_start || id == Intrinsic::lifetime_end)
+                dead.push_back(ii);
+            else if (id == Intrinsic::stacksave || id == Intrinsic::stackrestore)
+                return "a dynamic stack allocation";
+        }
+    }
+    for (Instruction *i : dead) i->eraseFromParent();
+
+    // Split every rendezvous call into its own block; the code after it starts a resume block.
+    struct Site {
+        CallInst *call;
+        const Rendezvous *kind;
+        BasicBlock *resume;
+        Instruction *result;
+    };
+    SmallVector<Site, 32> sites;
+    for (Instruction &i : instructions(g))
+        if (auto *c = dyn_cast<CallInst>(&i))
+            if (const Rendezvous *r = rendezvousOf(c->getCalledFunction()))
+                sites.push_back({c, r, nullptr, nullptr});
+    if (sites.empty()) return "no rendezvous";
+    SmallPtrSet<BasicBlock *, 32> resumeBlocks;
+    for (Site &s : sites) {
+        SplitBlock(s.call->getParent(), s.call);
+        s.resume = SplitBlock(s.call->getParent(), s.call->getNextNode());
+        resumeBlocks.insert(s.resume);
+        if (s.kind->result && !s.call->use_empty()) {
+            FunctionCallee fn = m.getOrInsertFunction(s.kind->result, s.call->getType());
+            IRBuilder<> b(&*s.resume->getFirstInsertionPt());
+            CallInst *r = b.CreateCall(fn, {});
+            r->setDebugLoc(s.call->getDebugLoc());
+            s.call->replaceAllUsesWith(r);
+            s.result = r;
+        }
+    }
+
+    // Values live across a rendezvous go to memory (the stack objects made per lane below).
+    SmallVector<Instruction *, 64> demote;
+    for (Instruction &i : instructions(g)) {
+        if (isa<AllocaInst>(i) || i.getType()->isVoidTy() || i.use_empty()) continue;
+        if (liveAcross(i, resumeBlocks)) demote.push_back(&i);
+    }
+    for (Instruction *i : demote) DemoteRegToStack(*i);
+
+    // lanes.entry: one block of 32 copies per stack object, and the lanes' resume slots.
+    BasicBlock *oldEntry = &g.getEntryBlock();
+    BasicBlock *entry = BasicBlock::Create(ctx, "lanes.entry", &g, oldEntry);
+    BasicBlock *head = BasicBlock::Create(ctx, "lanes.next", &g, oldEntry);
+    BasicBlock *done = BasicBlock::Create(ctx, "lanes.done", &g, oldEntry);
+    BasicBlock *body = BasicBlock::Create(ctx, "lanes.resume", &g, oldEntry);
+    IRBuilder<> eb(entry);
+    SmallVector<AllocaInst *, 64> allocas;
+    for (Instruction &i : *oldEntry)
+        if (auto *a = dyn_cast<AllocaInst>(&i)) allocas.push_back(a);
+    // One frame per lane (lane-major, as the lanes' stacks would be): each object at its
+    // offset in the frame.
+    uint64_t frame = 0, frameAlign = 16;
+    SmallVector<std::pair<AllocaInst *, uint64_t>, 64> offsets;
+    for (AllocaInst *a : allocas) {
+        std::optional<TypeSize> size = a->getAllocationSize(dl);
+        if (!size || size->isScalable()) return "a stack object of unknown size";
+        uint64_t align = a->getAlign().value();
+        frameAlign = std::max(frameAlign, align);
+        frame = alignTo(frame, align);
+        offsets.push_back({a, frame});
+        frame += std::max<uint64_t>(size->getFixedValue(), 1);
+    }
+    frame = alignTo(std::max<uint64_t>(frame, 1), frameAlign);
+    if (frame * LANES > LANES_STACK_LIMIT) return "stack objects too large for 32 copies";
+    AllocaInst *frames = eb.CreateAlloca(ArrayType::get(i8, frame * LANES), nullptr, "lanes.frames");
+    frames->setAlignment(Align(frameAlign));
+    AllocaInst *resumeSlots = eb.CreateAlloca(ArrayType::get(i32, LANES), nullptr, "lanes.at");
+    resumeSlots->setAlignment(Align(16));
+    eb.CreateMemSet(resumeSlots, ConstantInt::get(i8, 0), LANES * 4, Align(16));
+    eb.CreateBr(head);
+
+    IRBuilder<> hb(head);
+    FunctionCallee next = m.getOrInsertFunction("msl_sim_lanes_next", i32);
+    FunctionCallee info = m.getOrInsertFunction("msl_sim_lanes_info", ptr);
+    FunctionCallee ret = m.getOrInsertFunction("msl_sim_lanes_return", Type::getVoidTy(ctx));
+    CallInst *lane = hb.CreateCall(next, {}, "lane");
+    hb.CreateCondBr(hb.CreateICmpSLT(lane, ConstantInt::get(i32, 0)), done, body);
+    ReturnInst::Create(ctx, done);
+
+    IRBuilder<> bb(body);
+    Value *lane64 = bb.CreateZExt(lane, i64);
+    Value *thread = bb.CreateCall(info, {}, "thread");
+    Value *mine = bb.CreateInBoundsGEP(i8, frames, bb.CreateMul(lane64, ConstantInt::get(i64, frame)),
+                                       "lanes.frame");
+    for (auto &[a, offset] : offsets) {
+        Value *at = bb.CreateInBoundsGEP(i8, mine, ConstantInt::get(i64, offset), a->getName() + ".lane");
+        a->replaceAllUsesWith(at);
+        a->eraseFromParent();
+    }
+    Value *slot = bb.CreateInBoundsGEP(i32, resumeSlots, lane64, "lanes.slot");
+    Value *at = bb.CreateLoad(i32, slot, "lanes.resume_at");
+    SwitchInst *sw = bb.CreateSwitch(at, oldEntry, sites.size());
+    if (threadArg) threadArg->replaceAllUsesWith(thread);
+
+    // Each rendezvous: publish, remember where to resume, back to the loop head.
+    unsigned index = 0;
+    for (Site &s : sites) {
+        ++index;
+        sw->addCase(cast<ConstantInt>(ConstantInt::get(i32, index)), s.resume);
+        BasicBlock *b = s.call->getParent();
+        IRBuilder<> cb(s.call);
+        SmallVector<Type *, 4> types;
+        SmallVector<Value *, 4> args;
+        for (Value *a : s.call->args()) {
+            types.push_back(a->getType());
+            args.push_back(a);
+        }
+        FunctionCallee publish = m.getOrInsertFunction(
+            s.kind->lanes, FunctionType::get(Type::getVoidTy(ctx), types, false));
+        CallInst *p = cb.CreateCall(publish, args);
+        p->setDebugLoc(s.call->getDebugLoc());
+        cb.CreateStore(ConstantInt::get(i32, index), slot);
+        b->getTerminator()->eraseFromParent();
+        s.call->eraseFromParent();
+        BranchInst::Create(head, b);
+    }
+    // A lane that returns is done; the others go on.
+    SmallVector<ReturnInst *, 8> rets;
+    for (BasicBlock &b : g)
+        if (&b != done)
+            if (auto *r = dyn_cast<ReturnInst>(b.getTerminator())) rets.push_back(r);
+    for (ReturnInst *r : rets) {
+        IRBuilder<> rb(r);
+        rb.CreateCall(ret, {})->setDebugLoc(r->getDebugLoc());
+        rb.CreateBr(head);
+        r->eraseFromParent();
+    }
+    return "";
+}
+
+struct LanesPass : PassInfoMixin<LanesPass> {
+    PreservedAnalyses run(Module &m, ModuleAnalysisManager &) {
+        const char *trace = getenv("MSLTRANS_SIM_LANES_TRACE");
+        Reach r = reach(m);
+        SmallVector<Function *, 8> entries;
+        for (Function &f : m)
+            if (!f.isDeclaration() && f.getName().starts_with(ENTRY_PREFIX)) entries.push_back(&f);
+        bool changed = false;
+        for (Function *e : entries) {
+            std::string why;
+            if (!r.rendezvous.count(e)) why = "no rendezvous";
+            else if (r.refuse.count(e)) why = "simdgroup_matrix ops";
+            Function *g = nullptr;
+            if (why.empty()) {
+                ValueToValueMapTy map;
+                g = CloneFunction(e, map);
+                g->setName(std::string(LANES_PREFIX) +
+                           e->getName().drop_front(strlen(ENTRY_PREFIX)).str());
+                g->setLinkage(GlobalValue::ExternalLinkage);
+                g->addFnAttr(Attribute::NoInline);
+                why = inlineAll(*g, r);
+                if (why.empty()) why = transform(*g, g->arg_size() > 2 ? g->getArg(2) : nullptr);
+                if (why.empty() && verifyFunction(*g, &errs())) why = "internal error (verifier)";
+                if (!why.empty()) {
+                    g->eraseFromParent();
+                    g = nullptr;
+                }
+            }
+            if (trace)
+                errs() << "msltrans lanes: " << e->getName() << ": "
+                       << (g ? "lanes" : "fibers (" + why + ")") << "\n";
+            changed |= g != nullptr;
+        }
+        return changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
+    }
+};
+
+}  // namespace
+
+extern "C" LLVM_ATTRIBUTE_WEAK PassPluginLibraryInfo llvmGetPassPluginInfo() {
+    return {LLVM_PLUGIN_API_VERSION, "msltrans-lanes", "1",
+            [](PassBuilder &pb) {
+                pb.registerOptimizerEarlyEPCallback(
+                    [](ModulePassManager &mpm, OptimizationLevel) {
+                        mpm.addPass(LanesPass());
+                    });
+            }};
+}

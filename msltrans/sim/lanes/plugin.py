@@ -1,0 +1,101 @@
+"""The lanes pass (lanes_pass.cpp): an LLVM pass plugin for the simulator's clang, built
+once per compiler into the compile cache.
+
+It needs the C++ headers of the LLVM that clang belongs to (Debian: llvm-19-dev, found
+through the `llvm-config` next to clang's real binary). Without them kernels are compiled
+without their lanes entry and run on fibers, one per thread, as before: the same results,
+slower where SIMD-group rendezvous dominate.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from msltrans.sim.cache import cache_dir, temp_output, tree_hash
+from msltrans.sim.compiler import Compiler, shell_command
+from msltrans.sim.errors import CompileError
+
+SOURCE = Path(__file__).with_name("lanes_pass.cpp")
+
+
+def _llvm_config(compiler: Compiler) -> str | None:
+    if len(compiler.argv) != 1:
+        return None
+    found = shutil.which(compiler.argv[0])
+    if not found:
+        return None
+    beside = Path(os.path.realpath(found)).with_name("llvm-config")
+    if beside.is_file():
+        return str(beside)
+    return shutil.which(f"llvm-config-{compiler.major}")
+
+
+def _cxx_flags(llvm_config: str) -> list[str] | None:
+    try:
+        out = subprocess.run([llvm_config, "--cxxflags"], capture_output=True, text=True,
+                             timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    flags = out.stdout.split()
+    include = next((f[2:] for f in flags if f.startswith("-I")), None)
+    if not include or not Path(include, "llvm", "Passes", "PassPlugin.h").is_file():
+        return None
+    return flags
+
+
+def _key(compiler: Compiler) -> str:
+    return tree_hash([SOURCE])[:16] + "-" + compiler.identity[:12]
+
+
+@functools.lru_cache(maxsize=4)
+def _headers(compiler: Compiler) -> tuple[str, ...] | None:
+    """clang++ flags for LLVM's headers, None where they are missing."""
+    llvm_config = _llvm_config(compiler)
+    flags = _cxx_flags(llvm_config) if llvm_config else None
+    return tuple(flags) if flags is not None else None
+
+
+def available(compiler: Compiler) -> str:
+    """The pass's identity for cache keys ("" where it cannot be built): kernel libraries
+    compiled with it differ from those compiled without."""
+    built = (cache_dir() / f"lanes-{_key(compiler)}.so").exists()
+    return _key(compiler) if built or _headers(compiler) is not None else ""
+
+
+def plugin(compiler: Compiler) -> Path | None:
+    """The built plugin for `compiler` (built now if needed), or None where LLVM's headers
+    are missing."""
+    path = cache_dir() / f"lanes-{_key(compiler)}.so"
+    if path.exists():
+        return path
+    flags = _headers(compiler)
+    if flags is None:
+        return None
+    tmp = temp_output(path)
+    argv = [*compiler.argv, "-x", "c++", *flags, "-O2", "-fPIC", "-shared", "-o", str(tmp),
+            str(SOURCE)]
+    result = subprocess.run(argv, capture_output=True, text=True)
+    if result.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        raise CompileError("building the simulator's lanes pass failed", result.stderr,
+                           shell_command(argv))
+    os.replace(tmp, path)
+    return path
+
+
+def lanes_flags(compiler: Compiler) -> tuple[str, ...]:
+    """clang flags that run the lanes pass (none without the plugin)."""
+    path = plugin(compiler)
+    return (f"-fpass-plugin={path}",) if path else ()
+
+
+def lanes_enabled() -> bool:
+    """Whether dispatches use a kernel's lanes entry where it has one
+    (MSLTRANS_SIM_LANES=fibers: always one fiber per thread)."""
+    return os.environ.get("MSLTRANS_SIM_LANES", "").strip().lower() != "fibers"

@@ -1,0 +1,205 @@
+"""Lanes mode (msltrans/sim/lanes, runtime lanes.c): a simdgroup run as one function.
+
+Every kernel here runs twice on the same inputs, in lanes mode and on fibers
+(MSLTRANS_SIM_LANES=fibers: one fiber per thread, the reference model), and must give the
+same bytes, the same errors and the same faulting thread."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import msltrans.sim as sim
+from msltrans.sim.lanes.plugin import plugin
+from msltrans.sim.compiler import find_compiler
+
+HEADER = "#include <metal_stdlib>\nusing namespace metal;\n"
+
+pytestmark = pytest.mark.skipif(plugin(find_compiler()) is None,
+                                reason="LLVM's C++ headers (llvm-19-dev) are not installed")
+
+# Values and a private array live across SIMD ops and barriers; a loop with a shuffle in it;
+# threadgroup memory between simdgroups; lanes that return before the rendezvous.
+BLOCK_REDUCE = HEADER + """
+kernel void block_reduce(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                         device uint* flags [[buffer(2)]],
+                         threadgroup float* partial [[threadgroup(0)]],
+                         uint gid [[thread_position_in_grid]],
+                         uint lid [[thread_index_in_threadgroup]],
+                         uint lane [[thread_index_in_simdgroup]],
+                         uint sg [[simdgroup_index_in_threadgroup]],
+                         uint sgs [[simdgroups_per_threadgroup]]) {
+    float v = x[gid];
+    float keep[12];
+    for (int i = 0; i < 12; ++i) keep[i] = v * float(i + 1) + float(lane);
+    float bf = v;                   // (lanes missing in a partial simdgroup read NaN)
+    for (ushort d = 16; d > 0; d >>= 1) bf += simd_shuffle_xor(bf, d);
+    float s = simd_sum(v);
+    float m = simd_max(v + keep[lane % 12]);
+    uint ballot_bits = uint(static_cast<ulong>(simd_ballot(v > 0.5f)));
+    if (lane == 0) partial[sg] = s;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    float total = 0.0f;
+    for (uint i = 0; i < sgs; ++i) total += partial[i];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (lane % 7 == 3) {            // these lanes take no part in what follows
+        out[gid * 4] = total;
+        out[gid * 4 + 1] = m;
+        out[gid * 4 + 2] = keep[(gid * 5) % 12];
+        out[gid * 4 + 3] = bf;
+        flags[gid] = ballot_bits;
+        return;
+    }
+    float after = simd_sum(keep[(lane * 3) % 12]);
+    float up = simd_shuffle_up(after + v, ushort(1));
+    out[gid * 4] = total;
+    out[gid * 4 + 1] = m + up;
+    out[gid * 4 + 2] = keep[(gid * 5) % 12];
+    out[gid * 4 + 3] = after;
+    flags[gid] = ballot_bits ^ uint(static_cast<ulong>(simd_ballot(true)));
+}
+"""
+
+def _both(monkeypatch, run):
+    """run() on fibers and in lanes mode: their results."""
+    monkeypatch.setenv("MSLTRANS_SIM_LANES", "fibers")
+    fibers = run()
+    monkeypatch.delenv("MSLTRANS_SIM_LANES")
+    lanes = run()
+    return fibers, lanes
+
+
+@pytest.mark.parametrize("schedule", ["forward", "reverse", "shuffle"])
+@pytest.mark.parametrize("threads,group", [(512, 256), (300, 100), (40, 40)])
+def test_lanes_match_fibers(monkeypatch, schedule, threads, group):
+    lib = sim.compile_shader(BLOCK_REDUCE, name="lanes_block_reduce.metal")
+    kernel = lib.block_reduce
+    assert kernel._lanes, "the lanes pass made no simdgroup entry for this kernel"
+    x = np.random.default_rng(threads + group).random(threads, dtype=np.float32)
+
+    def run():
+        out = np.full(threads * 4, np.nan, np.float32)
+        flags = np.zeros(threads, np.uint32)
+        n_sg = (group + 31) // 32
+        kernel(x, out, flags, threads=threads, group_size=group,
+               threadgroup_memory=[4 * n_sg], schedule=schedule, seed=7)
+        return out, flags
+
+    (out_f, flags_f), (out_l, flags_l) = _both(monkeypatch, run)
+    # (a shuffle from a lane that returned reads NaN: the same NaN in both models)
+    assert not np.isnan(out_f.reshape(-1, 4)[:, [0, 2]]).any()
+    assert out_l.tobytes() == out_f.tobytes()
+    assert flags_l.tobytes() == flags_f.tobytes()
+    # And against a float64 model of the parts that do not depend on summation order.
+    lanes = np.arange(threads) % group % 32
+    keep = x[:, None].astype(np.float64) * np.arange(1, 13) + lanes[:, None]
+    np.testing.assert_allclose(out_l.reshape(-1, 4)[:, 2],
+                               keep[np.arange(threads), (np.arange(threads) * 5) % 12],
+                               rtol=1e-6)
+
+
+ATOMIC_ORDER = HEADER + """
+kernel void order(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                  uint gid [[thread_position_in_grid]], uint lid [[thread_index_in_threadgroup]]) {
+    threadgroup atomic_float acc;
+    if (lid == 0) atomic_store_explicit(&acc, 0.0f, memory_order_relaxed);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    out[gid] = atomic_fetch_add_explicit(&acc, x[gid], memory_order_relaxed);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    out[gid] += simd_sum(x[gid]);
+}
+"""
+
+
+def test_lanes_keep_the_thread_order_after_a_barrier(monkeypatch):
+    # After a threadgroup barrier the per-thread scheduler starts a new pass at thread 0;
+    # lanes mode must too (here float atomics make the order visible in the bytes).
+    lib = sim.compile_shader(ATOMIC_ORDER, name="lanes_order.metal")
+    x = (np.arange(192, dtype=np.float32) * 0.37).astype(np.float32)
+
+    def run():
+        out = np.zeros(192, np.float32)
+        lib.order(x, out, threads=192, group_size=96)
+        return out
+
+    fibers, lanes = _both(monkeypatch, run)
+    assert lanes.tobytes() == fibers.tobytes()
+
+
+ERRORS = HEADER + """
+kernel void divergent(device float* out [[buffer(0)]], uint lane [[thread_index_in_simdgroup]]) {
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (lane < 8) out[lane] = simd_sum(1.0f);
+    else out[lane] = simd_max(2.0f);
+}
+kernel void early_return(device float* out [[buffer(0)]], uint lid [[thread_index_in_threadgroup]]) {
+    out[lid] = simd_sum(1.0f);
+    if (lid == 40) return;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    out[lid] += 1.0f;
+}
+kernel void out_of_bounds(device float* out [[buffer(0)]], uint lid [[thread_index_in_threadgroup]]) {
+    float s = simd_sum(float(lid));
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    uint at = lid == 37 ? 1u << 28 : lid;
+    out[at] = s;
+}
+"""
+
+
+def _error(run):
+    with pytest.raises(sim.SimError) as info:
+        run()
+    return info.value
+
+
+def test_lanes_report_the_errors_fibers_report(monkeypatch):
+    lib = sim.compile_shader(ERRORS, name="lanes_errors.metal")
+    for name in ("divergent", "early_return", "out_of_bounds"):
+        assert getattr(lib, name)._lanes, name
+    runs = [
+        lambda: lib.divergent(np.zeros(64, np.float32), threads=64, group_size=64),
+        lambda: lib.early_return(np.zeros(64, np.float32), threads=64, group_size=64),
+        lambda: lib.out_of_bounds(np.zeros(64, np.float32), threads=64, group_size=64),
+    ]
+    for run in runs:
+        fibers, lanes = _both(monkeypatch, lambda run=run: _error(run))
+        assert type(lanes) is type(fibers)
+        assert str(lanes) == str(fibers)
+    # What they say.
+    div = _error(runs[0])
+    assert isinstance(div, sim.DivergenceError) and "divergent SIMD op in simdgroup 0" in str(div)
+    assert "1 thread(s) already returned (first: thread 40)" in str(_error(runs[1]))
+    assert _error(runs[2]).where.local == (37, 0, 0)
+
+
+MATRIX_AND_BIG = HEADER + """
+kernel void matrix(device float* out [[buffer(0)]]) {
+    simdgroup_float8x8 a(2.0f);
+    simdgroup_store(a, out, 8);
+}
+kernel void big_private(device float* out [[buffer(0)]], uint gid [[thread_position_in_grid]]) {
+    float big[2048];
+    for (uint i = 0; i < 2048; ++i) big[i] = float(i ^ gid);
+    float s = simd_sum(big[(gid * 37) % 2048]);
+    out[gid] = s + big[(gid * 11) % 2048];
+}
+kernel void plain(device float* out [[buffer(0)]], uint gid [[thread_position_in_grid]]) {
+    out[gid] = float(gid);
+}
+"""
+
+
+def test_kernels_the_pass_leaves_on_fibers_still_run():
+    lib = sim.compile_shader(MATRIX_AND_BIG, name="lanes_refused.metal")
+    # simdgroup_matrix ops, 32 copies of an 8 KB array, no rendezvous at all: no lanes entry.
+    assert not lib.matrix._lanes and not lib.big_private._lanes and not lib.plain._lanes
+    out = np.zeros(64, np.float32)
+    lib.matrix(out, threads=32, group_size=32)
+    np.testing.assert_array_equal(out.reshape(8, 8), np.diag(np.full(8, 2.0, np.float32)))
+    out = np.zeros(64, np.float32)
+    lib.big_private(out, threads=64, group_size=64)
+    gid = np.arange(64)
+    picked = ((gid * 37) % 2048) ^ gid
+    sums = np.concatenate([np.full(32, picked[:32].sum()), np.full(32, picked[32:].sum())])
+    np.testing.assert_array_equal(out, sums + (((gid * 11) % 2048) ^ gid))
