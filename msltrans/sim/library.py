@@ -33,10 +33,10 @@ from msltrans.sim.args import (
 from msltrans.sim.cache import headers_hash, temp_output
 from msltrans.sim.compiler import CODEGEN_FLAGS, LANGUAGE_FLAGS, find_compiler
 from msltrans.sim.entries import entry_symbol, lanes_symbol
-from msltrans.sim.lanes.plugin import available as lanes_pass
-from msltrans.sim.lanes.plugin import lanes_enabled
 from msltrans.sim.errors import LaunchError
 from msltrans.sim.faults import raise_report
+from msltrans.sim.lanes.plugin import available as lanes_pass
+from msltrans.sim.lanes.plugin import lanes_enabled
 from msltrans.sim.signatures import KernelSignature
 from msltrans.sim.staging import POOL, copy_bytes
 from msltrans.sim.store import deps_changed, load_built

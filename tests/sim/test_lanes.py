@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import msltrans.sim as sim
-from msltrans.sim.lanes.plugin import plugin
 from msltrans.sim.compiler import find_compiler
+from msltrans.sim.lanes.plugin import plugin
 
 HEADER = "#include <metal_stdlib>\nusing namespace metal;\n"
 
@@ -132,13 +132,15 @@ kernel void divergent(device float* out [[buffer(0)]], uint lane [[thread_index_
     if (lane < 8) out[lane] = simd_sum(1.0f);
     else out[lane] = simd_max(2.0f);
 }
-kernel void early_return(device float* out [[buffer(0)]], uint lid [[thread_index_in_threadgroup]]) {
+kernel void early_return(device float* out [[buffer(0)]],
+                         uint lid [[thread_index_in_threadgroup]]) {
     out[lid] = simd_sum(1.0f);
     if (lid == 40) return;
     threadgroup_barrier(mem_flags::mem_threadgroup);
     out[lid] += 1.0f;
 }
-kernel void out_of_bounds(device float* out [[buffer(0)]], uint lid [[thread_index_in_threadgroup]]) {
+kernel void out_of_bounds(device float* out [[buffer(0)]],
+                          uint lid [[thread_index_in_threadgroup]]) {
     float s = simd_sum(float(lid));
     threadgroup_barrier(mem_flags::mem_threadgroup);
     uint at = lid == 37 ? 1u << 28 : lid;

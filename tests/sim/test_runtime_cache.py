@@ -100,7 +100,8 @@ def test_key_changes_with_source_and_name(sim, private_cache):
     b = sim.compile_shader(_source(1.0, salt + "x"))          # a comment changed
     c = sim.compile_shader(_source(1.0, salt), name="other.metal")
     assert len({a.path, b.path, c.path}) == 3
-    kernels = [p for p in private_cache.glob("*.so") if not p.name.startswith(("lanes-", "libmslsim-"))]
+    kernels = [p for p in private_cache.glob("*.so")
+               if not p.name.startswith(("lanes-", "libmslsim-"))]
     assert len(kernels) == 3, kernels
     assert sim.compile_shader(_source(1.0, salt)) is a          # same source: same entry
 
