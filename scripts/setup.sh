@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install msltrans and what it needs on a fresh Debian/Ubuntu machine (Linux x86_64/aarch64):
-#   clang-19 (the simulator's compiler), a CPU build of torch, then msltrans itself.
+#   clang-19 (the simulator's compiler) and LLVM's headers (its lanes pass), a CPU build of
+#   torch, then msltrans itself.
 #   bash scripts/setup.sh          # the package
 #   bash scripts/setup.sh --test   # the package plus the test tools
 # Run as root, or with sudo available for apt-get.
@@ -20,6 +21,19 @@ elif ! command -v clang-19 >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive
   $sudo_cmd apt-get update -qq
   $sudo_cmd apt-get install -y -qq --no-install-recommends clang-19 llvm-19 >/dev/null
+fi
+# LLVM's C++ headers, for the simulator's lanes pass (msltrans/sim/lanes: a simdgroup run as
+# one function). Without them the simulator runs every thread on its own fiber: the same
+# results, slower on kernels full of SIMD ops and barriers.
+if [ -z "${MSLTRANS_CLANG:-}" ] && command -v clang-19 >/dev/null 2>&1; then
+  include="$(llvm-config-19 --includedir 2>/dev/null || true)"
+  if [ ! -f "${include:-/nonexistent}/llvm/Passes/PassPlugin.h" ]; then
+    echo "installing llvm-19-dev (apt): LLVM's headers for the simulator's lanes pass"
+    export DEBIAN_FRONTEND=noninteractive
+    { $sudo_cmd apt-get update -qq &&
+      $sudo_cmd apt-get install -y -qq --no-install-recommends llvm-19-dev >/dev/null; } ||
+      echo "warning: llvm-19-dev not installed; the simulator will run without its lanes mode"
+  fi
 fi
 
 if ! python3 -m pip --version >/dev/null 2>&1; then

@@ -205,3 +205,16 @@ def test_kernels_the_pass_leaves_on_fibers_still_run():
     picked = ((gid * 37) % 2048) ^ gid
     sums = np.concatenate([np.full(32, picked[:32].sum()), np.full(32, picked[32:].sum())])
     np.testing.assert_array_equal(out, sums + (((gid * 11) % 2048) ^ gid))
+
+
+def test_the_setting_is_checked(monkeypatch):
+    lib = sim.compile_shader(ATOMIC_ORDER, name="lanes_order.metal")
+    x = np.ones(64, np.float32)
+    monkeypatch.setenv("MSLTRANS_SIM_LANES", "simdgroups")
+    with pytest.raises(ValueError, match="MSLTRANS_SIM_LANES='simdgroups'"):
+        lib.order(x, np.zeros(64, np.float32), threads=64, group_size=64)
+    for value in ("off", "on"):
+        monkeypatch.setenv("MSLTRANS_SIM_LANES", value)
+        out = np.zeros(64, np.float32)
+        lib.order(x, out, threads=64, group_size=64)
+        np.testing.assert_array_equal(out, np.arange(64) + 32)   # prefix count + simd_sum

@@ -155,6 +155,17 @@ bool liveAcross(Instruction &v, const SmallPtrSetImpl<BasicBlock *> &resume) {
     return false;
 }
 
+// A runtime entry point, declared as clang declares them under -fno-plt (called through
+// the GOT, not a PLT stub).
+FunctionCallee runtimeFn(Module &m, StringRef name, FunctionType *type) {
+    FunctionCallee fn = m.getOrInsertFunction(name, type);
+    if (auto *f = dyn_cast<Function>(fn.getCallee())) {
+        f->addFnAttr(Attribute::NonLazyBind);
+        f->addFnAttr(Attribute::NoUnwind);
+    }
+    return fn;
+}
+
 std::string transform(Function &g, Argument *threadArg) {
     Module &m = *g.getParent();
     LLVMContext &ctx = m.getContext();
@@ -178,6 +189,14 @@ std::string transform(Function &g, Argument *threadArg) {
     }
     for (Instruction *i : dead) i->eraseFromParent();
 
+    // The thread's built-in inputs (the entry's third parameter): asked for where the lane
+    // starts; a value like any other from there on.
+    if (threadArg && !threadArg->use_empty()) {
+        IRBuilder<> tb(&*g.getEntryBlock().getFirstInsertionPt());
+        FunctionCallee info = runtimeFn(m, "msl_sim_lanes_info", FunctionType::get(ptr, false));
+        threadArg->replaceAllUsesWith(tb.CreateCall(info, {}, "thread"));
+    }
+
     // Split every rendezvous call into its own block; the code after it starts a resume block.
     struct Site {
         CallInst *call;
@@ -197,7 +216,8 @@ std::string transform(Function &g, Argument *threadArg) {
         s.resume = SplitBlock(s.call->getParent(), s.call->getNextNode());
         resumeBlocks.insert(s.resume);
         if (s.kind->result && !s.call->use_empty()) {
-            FunctionCallee fn = m.getOrInsertFunction(s.kind->result, s.call->getType());
+            FunctionCallee fn =
+                runtimeFn(m, s.kind->result, FunctionType::get(s.call->getType(), false));
             IRBuilder<> b(&*s.resume->getFirstInsertionPt());
             CallInst *r = b.CreateCall(fn, {});
             r->setDebugLoc(s.call->getDebugLoc());
@@ -247,16 +267,15 @@ std::string transform(Function &g, Argument *threadArg) {
     eb.CreateBr(head);
 
     IRBuilder<> hb(head);
-    FunctionCallee next = m.getOrInsertFunction("msl_sim_lanes_next", i32);
-    FunctionCallee info = m.getOrInsertFunction("msl_sim_lanes_info", ptr);
-    FunctionCallee ret = m.getOrInsertFunction("msl_sim_lanes_return", Type::getVoidTy(ctx));
+    FunctionCallee next = runtimeFn(m, "msl_sim_lanes_next", FunctionType::get(i32, false));
+    FunctionCallee ret =
+        runtimeFn(m, "msl_sim_lanes_return", FunctionType::get(Type::getVoidTy(ctx), false));
     CallInst *lane = hb.CreateCall(next, {}, "lane");
     hb.CreateCondBr(hb.CreateICmpSLT(lane, ConstantInt::get(i32, 0)), done, body);
     ReturnInst::Create(ctx, done);
 
     IRBuilder<> bb(body);
     Value *lane64 = bb.CreateZExt(lane, i64);
-    Value *thread = bb.CreateCall(info, {}, "thread");
     Value *mine = bb.CreateInBoundsGEP(i8, frames, bb.CreateMul(lane64, ConstantInt::get(i64, frame)),
                                        "lanes.frame");
     for (auto &[a, offset] : offsets) {
@@ -267,7 +286,6 @@ std::string transform(Function &g, Argument *threadArg) {
     Value *slot = bb.CreateInBoundsGEP(i32, resumeSlots, lane64, "lanes.slot");
     Value *at = bb.CreateLoad(i32, slot, "lanes.resume_at");
     SwitchInst *sw = bb.CreateSwitch(at, oldEntry, sites.size());
-    if (threadArg) threadArg->replaceAllUsesWith(thread);
 
     // Each rendezvous: publish, remember where to resume, back to the loop head.
     unsigned index = 0;
@@ -282,8 +300,8 @@ std::string transform(Function &g, Argument *threadArg) {
             types.push_back(a->getType());
             args.push_back(a);
         }
-        FunctionCallee publish = m.getOrInsertFunction(
-            s.kind->lanes, FunctionType::get(Type::getVoidTy(ctx), types, false));
+        FunctionCallee publish =
+            runtimeFn(m, s.kind->lanes, FunctionType::get(Type::getVoidTy(ctx), types, false));
         CallInst *p = cb.CreateCall(publish, args);
         p->setDebugLoc(s.call->getDebugLoc());
         cb.CreateStore(ConstantInt::get(i32, index), slot);

@@ -96,6 +96,11 @@ def lanes_flags(compiler: Compiler) -> tuple[str, ...]:
 
 
 def lanes_enabled() -> bool:
-    """Whether dispatches use a kernel's lanes entry where it has one
-    (MSLTRANS_SIM_LANES=fibers: always one fiber per thread)."""
-    return os.environ.get("MSLTRANS_SIM_LANES", "").strip().lower() != "fibers"
+    """Whether dispatches use a kernel's lanes entry where it has one: MSLTRANS_SIM_LANES
+    unset or `lanes` (also on/1); `fibers` (also off/0) runs every thread on its own fiber."""
+    value = os.environ.get("MSLTRANS_SIM_LANES", "").strip().lower()
+    if value in ("", "lanes", "on", "1"):
+        return True
+    if value in ("fibers", "off", "0"):
+        return False
+    raise ValueError(f"MSLTRANS_SIM_LANES={value!r}: use `lanes` (the default) or `fibers`")
