@@ -92,6 +92,12 @@ class Kernel:
         self._static_tg = 0
 
     @property
+    def lanes(self) -> bool:
+        """Whether the kernel runs a simdgroup at a time (the lanes pass gave it that entry;
+        docs/simulator.md, "Lanes mode") unless MSLTRANS_SIM_LANES=fibers."""
+        return bool(self._lanes)
+
+    @property
     def static_thread_group_memory_length(self) -> int:
         """Bytes of `threadgroup` declarations in the kernel body (16-byte units).
 

@@ -74,7 +74,7 @@ def _both(monkeypatch, run):
 def test_lanes_match_fibers(monkeypatch, schedule, threads, group):
     lib = sim.compile_shader(BLOCK_REDUCE, name="lanes_block_reduce.metal")
     kernel = lib.block_reduce
-    assert kernel._lanes, "the lanes pass made no simdgroup entry for this kernel"
+    assert kernel.lanes, "the lanes pass made no simdgroup entry for this kernel"
     x = np.random.default_rng(threads + group).random(threads, dtype=np.float32)
 
     def run():
@@ -158,7 +158,7 @@ def _error(run):
 def test_lanes_report_the_errors_fibers_report(monkeypatch):
     lib = sim.compile_shader(ERRORS, name="lanes_errors.metal")
     for name in ("divergent", "early_return", "out_of_bounds"):
-        assert getattr(lib, name)._lanes, name
+        assert getattr(lib, name).lanes, name
     runs = [
         lambda: lib.divergent(np.zeros(64, np.float32), threads=64, group_size=64),
         lambda: lib.early_return(np.zeros(64, np.float32), threads=64, group_size=64),
@@ -195,7 +195,7 @@ kernel void plain(device float* out [[buffer(0)]], uint gid [[thread_position_in
 def test_kernels_the_pass_leaves_on_fibers_still_run():
     lib = sim.compile_shader(MATRIX_AND_BIG, name="lanes_refused.metal")
     # simdgroup_matrix ops, 32 copies of an 8 KB array, no rendezvous at all: no lanes entry.
-    assert not lib.matrix._lanes and not lib.big_private._lanes and not lib.plain._lanes
+    assert not lib.matrix.lanes and not lib.big_private.lanes and not lib.plain.lanes
     out = np.zeros(64, np.float32)
     lib.matrix(out, threads=32, group_size=32)
     np.testing.assert_array_equal(out.reshape(8, 8), np.diag(np.full(8, 2.0, np.float32)))
