@@ -1,15 +1,17 @@
 """Speed of the CPU Metal simulator against Triton's interpreter, side by side in one run.
 
     python benchmarks/sim_speed.py [--repeat 3] [--only matmul attention] [--skip-compile]
+                                   [--fibers]
 
 Kernels: those of benchmarks/sim_speed_cases.py (tutorial workloads) on the same inputs, run by
 Triton's interpreter (TRITON_INTERPRET=1) and by msltrans on the simulator with all cores
-and with one (MSLTRANS_SIM_THREADS). Each engine lives in its own worker process
-(benchmarks/sim_speed_worker.py); after one warm-up run per engine (which compiles), the
-repeats go round-robin (interpreter, simulator on all cores, on one core, ...), so a busy
-machine slows all of them alike. Each repeat is an idle gap of IDLE_GAP_S, then BATCH runs
-back to back (their median); the table gives the median over repeats, and every batch's
-output is checked.
+and with one (MSLTRANS_SIM_THREADS); `--fibers` adds one core with every thread on its own
+fiber (MSLTRANS_SIM_LANES=fibers: what lanes mode gains, docs/simulator.md). Each engine
+lives in its own worker process (benchmarks/sim_speed_worker.py); after one warm-up run per
+engine (which compiles), the repeats go round-robin (interpreter, simulator on all cores, on
+one core, ...), so a busy machine slows all of them alike. Each repeat is an idle gap of
+IDLE_GAP_S, then BATCH runs back to back (their median); the table gives the median over
+repeats, and every batch's output is checked.
 Target (issue 16): every kernel >= 20x the interpreter with all cores, checks on.
 
 Compile and start-up (benchmarks/sim_compile_speed.py): cold and cached compiles of a small
@@ -57,10 +59,13 @@ class Worker:
             raise RuntimeError("benchmark worker died (see its stderr above)")
         return json.loads(line)
 
-    def run(self, case: str, threads: int | None = None, batch: int = 1) -> dict[str, Any]:
+    def run(self, case: str, threads: int | None = None, batch: int = 1,
+            lanes: str | None = None) -> dict[str, Any]:
         assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps({"case": case, "threads": threads, "batch": batch})
-                              + "\n")
+        request: dict[str, Any] = {"case": case, "threads": threads, "batch": batch}
+        if lanes:
+            request["lanes"] = lanes
+        self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
         return self.ask_line()
 
@@ -77,32 +82,36 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-def kernel_table(names: list[str], repeat: int) -> None:
+def kernel_table(names: list[str], repeat: int, fibers: bool = False) -> None:
     from benchmarks.sim_speed_cases import CASES
 
     n = cores()
     interp, sim = Worker(interpret=True), Worker(interpret=False)
-    columns = [("interpreter", interp, None), (f"sim {n} cores", sim, n), ("sim 1 core", sim, 1)]
+    columns: list[tuple[str, Worker, int | None, str | None]] = [
+        ("interpreter", interp, None, None), (f"sim {n} cores", sim, n, None),
+        ("sim 1 core", sim, 1, None)]
+    if fibers:
+        columns.append(("1 core fibers", sim, 1, "fibers"))
     rows = []
     try:
         for name in names:
-            times: dict[str, list[float]] = {label: [] for label, _, _ in columns}
+            times: dict[str, list[float]] = {label: [] for label, _, _, _ in columns}
             errors: list[str] = []
             first: dict[str, float] = {}
-            for label, worker, threads in columns:   # warm-up: inputs, compile
-                answer = worker.run(name, threads)
+            for label, worker, threads, lanes in columns:   # warm-up: inputs, compile
+                answer = worker.run(name, threads, lanes=lanes)
                 if "error" in answer:
                     errors.append(f"{label}: {answer['error']}")
                 first[label] = answer.get("seconds", float("nan"))
             for _ in range(repeat if not errors else 0):
-                for label, worker, threads in columns:
+                for label, worker, threads, lanes in columns:
                     # An idle gap first: the last engine's BLAS/OpenMP threads spin-wait
                     # for a while after their work and would take a core from this one.
                     # Then BATCH runs back to back, their median: launches in a loop, as a
                     # program makes them (the first run after idling also pays for waking
                     # the other cores, which on this VM can cost a 10 ms dispatch 5 ms).
                     time.sleep(IDLE_GAP_S)
-                    answer = worker.run(name, threads, BATCH)
+                    answer = worker.run(name, threads, BATCH, lanes)
                     if "error" in answer:
                         errors.append(f"{label}: {answer['error']}")
                         break
@@ -114,7 +123,7 @@ def kernel_table(names: list[str], repeat: int) -> None:
     finally:
         interp.close()
         sim.close()
-    labels = [label for label, _, _ in columns]
+    labels = [label for label, _, _, _ in columns]
     width = max(len(r[0]) for r in rows)
     print(f"\nkernels: median of {repeat} round-robin repeats of {BATCH} back-to-back warm "
           f"runs; ratio = interpreter / sim; "
@@ -142,8 +151,11 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", choices=sorted(CASES), default=None)
     parser.add_argument("--skip-compile", action="store_true",
                         help="only the kernel table (no compile / start-up section)")
+    parser.add_argument("--fibers", action="store_true",
+                        help="add one core with every thread on its own fiber "
+                             "(MSLTRANS_SIM_LANES=fibers)")
     args = parser.parse_args()
-    kernel_table(args.only or list(CASES), args.repeat)
+    kernel_table(args.only or list(CASES), args.repeat, args.fibers)
     if not args.skip_compile:
         from benchmarks.sim_compile_speed import compile_table
 

@@ -1,7 +1,8 @@
 """One engine of benchmarks/sim_speed.py in its own process (Triton's interpreter cannot share
 a process with the JIT path: TRITON_INTERPRET is read when kernels are defined).
 
-Reads one JSON request per line on stdin ({"case": NAME, "threads": N or null, "batch": B}),
+Reads one JSON request per line on stdin ({"case": NAME, "threads": N or null, "batch": B,
+"lanes": "lanes" or "fibers", as MSLTRANS_SIM_LANES; default: the environment's}),
 runs the case B times back to back (default 1) and answers one JSON line: {"seconds": the
 median wall time of those runs, "cpu": their median process CPU time} or {"error": text}.
 The first request of a case builds its inputs (and compiles), runs once, and its answer is
@@ -19,6 +20,7 @@ import traceback
 import warnings
 
 warnings.filterwarnings("ignore")
+INITIAL_LANES = os.environ.get("MSLTRANS_SIM_LANES")
 
 
 def main() -> None:
@@ -34,6 +36,11 @@ def main() -> None:
             os.environ["MSLTRANS_SIM_THREADS"] = str(threads)
         else:
             os.environ.pop("MSLTRANS_SIM_THREADS", None)
+        lanes = request.get("lanes", INITIAL_LANES)
+        if lanes:
+            os.environ["MSLTRANS_SIM_LANES"] = lanes
+        else:
+            os.environ.pop("MSLTRANS_SIM_LANES", None)
         try:
             first = name not in built
             if first:
