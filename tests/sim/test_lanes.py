@@ -218,3 +218,16 @@ def test_the_setting_is_checked(monkeypatch):
         out = np.zeros(64, np.float32)
         lib.order(x, out, threads=64, group_size=64)
         np.testing.assert_array_equal(out, np.arange(64) + 32)   # prefix count + simd_sum
+
+
+def test_a_pass_that_does_not_build_leaves_kernels_on_fibers(monkeypatch, tmp_path):
+    from msltrans.sim.lanes import plugin as lanes_plugin
+
+    broken = tmp_path / "lanes_pass.cpp"
+    broken.write_text("#error this pass does not build\n")
+    monkeypatch.setattr(lanes_plugin, "SOURCE", broken)
+    monkeypatch.setenv("MSLTRANS_SIM_CACHE_DIR", str(tmp_path / "cache"))
+    with pytest.warns(RuntimeWarning, match="building the lanes pass failed"):
+        assert lanes_plugin.plugin(find_compiler()) is None
+    assert lanes_plugin.available(find_compiler()) == ""   # no second warning, no key
+    assert lanes_plugin.lanes_flags(find_compiler()) == ()

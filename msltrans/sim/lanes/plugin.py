@@ -13,11 +13,11 @@ import functools
 import os
 import shutil
 import subprocess
+import warnings
 from pathlib import Path
 
 from msltrans.sim.cache import cache_dir, temp_output, tree_hash
 from msltrans.sim.compiler import Compiler, shell_command
-from msltrans.sim.errors import CompileError
 
 SOURCE = Path(__file__).with_name("lanes_pass.cpp")
 
@@ -64,18 +64,22 @@ def _headers(compiler: Compiler) -> tuple[str, ...] | None:
 def available(compiler: Compiler) -> str:
     """The pass's identity for cache keys ("" where it cannot be built): kernel libraries
     compiled with it differ from those compiled without."""
-    built = (cache_dir() / f"lanes-{_key(compiler)}.so").exists()
-    return _key(compiler) if built or _headers(compiler) is not None else ""
+    return _key(compiler) if plugin(compiler) is not None else ""
+
+
+_failed: set[str] = set()
 
 
 def plugin(compiler: Compiler) -> Path | None:
     """The built plugin for `compiler` (built now if needed), or None where LLVM's headers
-    are missing."""
-    path = cache_dir() / f"lanes-{_key(compiler)}.so"
+    are missing or the build failed (then a warning says why, once per process; kernels
+    run on fibers: the same results, slower on SIMD-heavy kernels)."""
+    key = _key(compiler)
+    path = cache_dir() / f"lanes-{key}.so"
     if path.exists():
         return path
     flags = _headers(compiler)
-    if flags is None:
+    if flags is None or key in _failed:
         return None
     tmp = temp_output(path)
     argv = [*compiler.argv, "-x", "c++", *flags, "-O2", "-fPIC", "-shared", "-o", str(tmp),
@@ -83,8 +87,11 @@ def plugin(compiler: Compiler) -> Path | None:
     result = subprocess.run(argv, capture_output=True, text=True)
     if result.returncode != 0:
         tmp.unlink(missing_ok=True)
-        raise CompileError("building the simulator's lanes pass failed", result.stderr,
-                           shell_command(argv))
+        _failed.add(key)
+        warnings.warn("msltrans.sim: building the lanes pass failed, so kernels run one fiber "
+                      f"per thread (slower, same results): {shell_command(argv)}\n"
+                      + result.stderr[-2000:], RuntimeWarning, stacklevel=2)
+        return None
     os.replace(tmp, path)
     return path
 
