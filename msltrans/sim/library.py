@@ -83,12 +83,13 @@ class Kernel:
     max_threads_per_threadgroup = MAX_THREADS_PER_THREADGROUP
     thread_execution_width = THREAD_EXECUTION_WIDTH
 
-    def __init__(self, library: Library, signature: KernelSignature, entry: int) -> None:
+    def __init__(self, library: Library, signature: KernelSignature, entry: int,
+                 lanes: int = 0) -> None:
         self.library = library
         self.signature = signature
         self.name = signature.name
         self._entry = entry
-        self._lanes = 0   # the lanes entry (msltrans.sim.lanes), 0 where there is none
+        self._lanes = lanes   # the lanes entry (msltrans.sim.lanes), 0 where there is none
         self._static_tg = 0
 
     @property
@@ -290,11 +291,9 @@ class Library:
         self._kernels = {}
         for index, signature in enumerate(kernels):
             entry = ctypes.cast(getattr(self._dll, entry_symbol(index)), ctypes.c_void_p).value
-            kernel = Kernel(self, signature, entry or 0)
-            if hasattr(self._dll, lanes_symbol(index)):
-                lanes = getattr(self._dll, lanes_symbol(index))
-                kernel._lanes = ctypes.cast(lanes, ctypes.c_void_p).value or 0
-            self._kernels[signature.name] = kernel
+            lanes = getattr(self._dll, lanes_symbol(index), None)
+            lanes_entry = ctypes.cast(lanes, ctypes.c_void_p).value if lanes is not None else 0
+            self._kernels[signature.name] = Kernel(self, signature, entry or 0, lanes_entry or 0)
 
     def __getattr__(self, name: str) -> Kernel:
         kernels = self.__dict__.get("_kernels", {})

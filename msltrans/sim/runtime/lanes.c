@@ -139,7 +139,7 @@ void msl_sim_lanes_return(void) {
 }
 
 /* Runs the group (w is initialised, w->order made); returns when it ended or failed. */
-int msl_sim_lanes_start(msl_sim_worker *w) {
+void msl_sim_lanes_run(msl_sim_worker *w) {
     unsigned n_sg = w->n_sg, seen = 0;
     unsigned char count[MSL_SIM_MAX_SIMDGROUPS] = {0};
     for (unsigned s = 0; s < n_sg; s++) {
@@ -167,5 +167,4 @@ int msl_sim_lanes_start(msl_sim_worker *w) {
     w->in_kernel = 1;
     msl_sim_context_switch(&w->sched_ctx, sg_context(w, s));
     w->in_kernel = 0;
-    return 0;
 }

@@ -306,7 +306,7 @@ static void threadgroup_arrive(msl_sim_worker *w, msl_sim_fiber *f, const msl_si
         if (w->profile) msl_sim_profile_barrier(w, site);
         w->tg_waiting = 0;
         memset(w->state, MSL_SIM_READY, w->n);
-        w->lanes_restart = w->lanes;
+        w->lanes_restart = w->lanes_mode;
     }
 }
 

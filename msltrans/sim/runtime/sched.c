@@ -216,15 +216,19 @@ int msl_sim_run_group(msl_sim_worker *w, const unsigned group[3], const unsigned
     msl_sim_make_order(w);
     w->pos = (unsigned)-1;
     w->progress = 0;
-    w->lanes = w->launch->lanes_entry != NULL && !w->profile;
-    int first = w->lanes ? msl_sim_lanes_start(w) : msl_sim_next_ready(w);
-    if (first >= 0 && !w->lanes) {
-        w->current = first;
-        w->state[first] = MSL_SIM_RUNNING;
-        msl_sim_start_fiber(w, (unsigned)first);
-        w->in_kernel = 1;
-        msl_sim_context_switch(&w->sched_ctx, &w->fibers[first].ctx);
-        w->in_kernel = 0;
+    w->lanes_mode = w->launch->lanes_entry != NULL && !w->profile;
+    if (w->lanes_mode) {
+        msl_sim_lanes_run(w);   /* lanes.c: a function call per simdgroup */
+    } else {
+        int first = msl_sim_next_ready(w);
+        if (first >= 0) {
+            w->current = first;
+            w->state[first] = MSL_SIM_RUNNING;
+            msl_sim_start_fiber(w, (unsigned)first);
+            w->in_kernel = 1;
+            msl_sim_context_switch(&w->sched_ctx, &w->fibers[first].ctx);
+            w->in_kernel = 0;
+        }
     }
     w->current = -1;
     if (w->profile)

@@ -104,7 +104,7 @@ typedef struct msl_sim_worker {
     unsigned order[MSL_SIM_MAX_THREADS];
     /* Lanes mode (lanes.c): one function call runs a simdgroup's lanes; each simdgroup's
        lanes in schedule order, where its pass is, and the simdgroups in schedule order. */
-    int lanes;                        /* this group runs in lanes mode */
+    int lanes_mode;                   /* this group runs in lanes mode */
     int lanes_restart;                /* a threadgroup barrier was released: passes restart */
     unsigned cur_sg;                  /* the simdgroup whose function is running */
     unsigned char lane_order[MSL_SIM_MAX_SIMDGROUPS][MSL_SIM_SIMD_WIDTH];
@@ -198,7 +198,7 @@ int msl_sim_report_deadlock(msl_sim_worker *w);
 int msl_sim_matrix_check_end(msl_sim_worker *w);
 
 /* lanes.c */
-int msl_sim_lanes_start(msl_sim_worker *w);
+void msl_sim_lanes_run(msl_sim_worker *w);
 
 /* mma.c */
 void msl_sim_mma_reset(msl_sim_worker *w);
