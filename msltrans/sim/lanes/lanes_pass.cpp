@@ -34,7 +34,6 @@
 #include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/Local.h"
 
-#include <map>
 #include <set>
 #include <string>
 
@@ -202,13 +201,12 @@ std::string transform(Function &g, Argument *threadArg) {
         CallInst *call;
         const Rendezvous *kind;
         BasicBlock *resume;
-        Instruction *result;
     };
     SmallVector<Site, 32> sites;
     for (Instruction &i : instructions(g))
         if (auto *c = dyn_cast<CallInst>(&i))
             if (const Rendezvous *r = rendezvousOf(c->getCalledFunction()))
-                sites.push_back({c, r, nullptr, nullptr});
+                sites.push_back({c, r, nullptr});
     if (sites.empty()) return "no rendezvous";
     SmallPtrSet<BasicBlock *, 32> resumeBlocks;
     for (Site &s : sites) {
@@ -222,7 +220,6 @@ std::string transform(Function &g, Argument *threadArg) {
             CallInst *r = b.CreateCall(fn, {});
             r->setDebugLoc(s.call->getDebugLoc());
             s.call->replaceAllUsesWith(r);
-            s.result = r;
         }
     }
 

@@ -199,9 +199,10 @@ void msl_sim_release_simd(msl_sim_worker *w, msl_sim_simdgroup *sg, unsigned ind
     else if (w->launch->schedule == MSL_SIM_REVERSE) w->pos = w->n - first - sg->lanes - 1;
 }
 
-static inline __attribute__((always_inline)) const void *exchange(
+/* Publishes the lane's payload; f->buffer keeps the generation whose slots it reads back. */
+static inline __attribute__((always_inline)) void exchange(
         msl_sim_worker *w, msl_sim_fiber *f, const msl_sim_site *site, const void *data,
-        unsigned size, unsigned *buffer_out) {
+        unsigned size) {
     unsigned index = f->sg;
     msl_sim_simdgroup *sg = &w->sgs[index];
     unsigned buffer = sg->gen & 1;
@@ -217,59 +218,12 @@ static inline __attribute__((always_inline)) const void *exchange(
     if (!sg->waiting) sg->site0 = site;
     else if (!same_site_fast(sg->site0, site)) sg->site_mismatch = 1;
     sg->waiting_mask |= 1u << f->lane;
+    f->buffer = buffer;
     if (++sg->waiting == sg->live) msl_sim_release_simd(w, sg, index);
-    *buffer_out = buffer;
-    return w->slots[index][buffer];
 }
 
-msl_sim_simd_result msl_sim_simd_exchange(const msl_sim_site *site, const void *data,
-                                          unsigned size) {
-    msl_sim_worker *w = msl_sim_self();
-    msl_sim_fiber *f = msl_sim_self_fiber(w);
-    if (w->profile) msl_sim_profile_note_caller(w, f, __builtin_frame_address(0));
-    unsigned buffer;
-    msl_sim_simd_result r;
-    r.slots = exchange(w, f, site, data, size, &buffer);
-    msl_sim_block(w);
-    r.active = w->sgs[f->sg].mask[buffer];
-    r.lane = f->lane;
-    return r;
-}
-
-void msl_sim_simdgroup_barrier(const msl_sim_site *site, unsigned flags) {
-    (void)flags;
-    msl_sim_worker *w = msl_sim_self();
-    msl_sim_fiber *f = msl_sim_self_fiber(w);
-    if (w->profile) msl_sim_profile_note_caller(w, f, __builtin_frame_address(0));
-    unsigned buffer;
-    exchange(w, f, site, NULL, 0, &buffer);
-    msl_sim_block(w);
-}
-
-static void threadgroup_arrive(msl_sim_worker *w, msl_sim_fiber *f, const msl_sim_site *site);
-
-void msl_sim_threadgroup_barrier(const msl_sim_site *site, unsigned flags) {
-    (void)flags;
-    msl_sim_worker *w = msl_sim_self();
-    msl_sim_fiber *f = msl_sim_self_fiber(w);
-    if (w->profile) msl_sim_profile_note_caller(w, f, __builtin_frame_address(0));
-    threadgroup_arrive(w, f, site);
-    msl_sim_block(w);
-}
-
-/* ---- The same rendezvous for a simdgroup run as one function (lanes.c) ------------------
-   The lane publishes and returns at once; the simdgroup's loop runs the other lanes and
-   resumes this one when the rendezvous is released (its result: msl_sim_lanes_exchange_result). */
-
-void msl_sim_lanes_exchange(const msl_sim_site *site, const void *data, unsigned size) {
-    msl_sim_worker *w = msl_sim_self();
-    msl_sim_fiber *f = msl_sim_self_fiber(w);
-    exchange(w, f, site, data, size, &f->buffer);
-}
-
-msl_sim_simd_result msl_sim_lanes_exchange_result(void) {
-    msl_sim_worker *w = msl_sim_self();
-    msl_sim_fiber *f = msl_sim_self_fiber(w);
+/* A released SIMD op's result for lane f: its generation's slots, mask and lane. */
+static inline msl_sim_simd_result simd_result(msl_sim_worker *w, const msl_sim_fiber *f) {
     msl_sim_simd_result r;
     r.slots = w->slots[f->sg][f->buffer];
     r.active = w->sgs[f->sg].mask[f->buffer];
@@ -277,19 +231,26 @@ msl_sim_simd_result msl_sim_lanes_exchange_result(void) {
     return r;
 }
 
-void msl_sim_lanes_simdgroup_barrier(const msl_sim_site *site, unsigned flags) {
+msl_sim_simd_result msl_sim_simd_exchange(const msl_sim_site *site, const void *data,
+                                          unsigned size) {
+    msl_sim_worker *w = msl_sim_self();
+    msl_sim_fiber *f = msl_sim_self_fiber(w);
+    if (w->profile) msl_sim_profile_note_caller(w, f, __builtin_frame_address(0));
+    exchange(w, f, site, data, size);
+    msl_sim_block(w);
+    return simd_result(w, f);
+}
+
+void msl_sim_simdgroup_barrier(const msl_sim_site *site, unsigned flags) {
     (void)flags;
     msl_sim_worker *w = msl_sim_self();
     msl_sim_fiber *f = msl_sim_self_fiber(w);
-    exchange(w, f, site, NULL, 0, &f->buffer);
+    if (w->profile) msl_sim_profile_note_caller(w, f, __builtin_frame_address(0));
+    exchange(w, f, site, NULL, 0);
+    msl_sim_block(w);
 }
 
-void msl_sim_lanes_threadgroup_barrier(const msl_sim_site *site, unsigned flags) {
-    (void)flags;
-    msl_sim_worker *w = msl_sim_self();
-    threadgroup_arrive(w, msl_sim_self_fiber(w), site);
-}
-
+/* A thread arrives at a threadgroup barrier; the last one releases it. */
 static void threadgroup_arrive(msl_sim_worker *w, msl_sim_fiber *f, const msl_sim_site *site) {
     w->state[f - w->fibers] = MSL_SIM_WAIT_TG;
     f->site = site;
@@ -309,6 +270,42 @@ static void threadgroup_arrive(msl_sim_worker *w, msl_sim_fiber *f, const msl_si
         w->lanes_restart = w->lanes_mode;
     }
 }
+
+void msl_sim_threadgroup_barrier(const msl_sim_site *site, unsigned flags) {
+    (void)flags;
+    msl_sim_worker *w = msl_sim_self();
+    msl_sim_fiber *f = msl_sim_self_fiber(w);
+    if (w->profile) msl_sim_profile_note_caller(w, f, __builtin_frame_address(0));
+    threadgroup_arrive(w, f, site);
+    msl_sim_block(w);
+}
+
+/* ---- The same rendezvous for a simdgroup run as one function (lanes.c) ------------------
+   The lane publishes and returns at once; the simdgroup's loop runs the other lanes and
+   resumes this one when the rendezvous is released (its result: msl_sim_lanes_exchange_result). */
+
+void msl_sim_lanes_exchange(const msl_sim_site *site, const void *data, unsigned size) {
+    msl_sim_worker *w = msl_sim_self();
+    exchange(w, msl_sim_self_fiber(w), site, data, size);
+}
+
+msl_sim_simd_result msl_sim_lanes_exchange_result(void) {
+    msl_sim_worker *w = msl_sim_self();
+    return simd_result(w, msl_sim_self_fiber(w));
+}
+
+void msl_sim_lanes_simdgroup_barrier(const msl_sim_site *site, unsigned flags) {
+    (void)flags;
+    msl_sim_worker *w = msl_sim_self();
+    exchange(w, msl_sim_self_fiber(w), site, NULL, 0);
+}
+
+void msl_sim_lanes_threadgroup_barrier(const msl_sim_site *site, unsigned flags) {
+    (void)flags;
+    msl_sim_worker *w = msl_sim_self();
+    threadgroup_arrive(w, msl_sim_self_fiber(w), site);
+}
+
 
 /* Every live thread is blocked and none can be released: say who waits where. */
 int msl_sim_report_deadlock(msl_sim_worker *w) {

@@ -49,7 +49,7 @@ typedef struct msl_sim_fiber {
        stalled every matrix load on a failed store forwarding. */
     const char *matrix_file;
     unsigned long long matrix_lck;
-    unsigned buffer;                  /* lanes mode: the payload generation of its last SIMD op */
+    unsigned buffer;                  /* the payload generation of its last SIMD op */
     msl_sim_thread info;
 } msl_sim_fiber;
 
