@@ -10,9 +10,11 @@
 //   back to the loop head; resumed, it reads the call's result from the runtime;
 // - values live across a rendezvous, and every stack object, get one copy per lane (32
 //   slots, indexed by the lane the loop head chose);
-// - the loop head asks the runtime for the next lane to run (msl_sim_lanes_next: the
-//   schedule order, blocking the simdgroup when its lanes wait at a threadgroup barrier),
-//   and dispatches on that lane's resume slot.
+// - the loop head takes the next ready lane of the pass from the runtime's view of the
+//   simdgroup (its lanes' states in schedule order) and asks the runtime
+//   (msl_sim_lanes_next) only at the end of a pass, after a threadgroup barrier and on an
+//   error: it starts the next pass or blocks the simdgroup while its lanes wait at a
+//   threadgroup barrier; then it dispatches on that lane's resume slot.
 //
 // Kernels it does not handle keep only their per-thread entry (the runtime then uses
 // fibers): simdgroup_matrix ops, dynamic stack allocations, indirect calls, per-lane stack
@@ -209,6 +211,7 @@ std::string transform(Function &g, Argument *threadArg) {
                 sites.push_back({c, r, nullptr});
     if (sites.empty()) return "no rendezvous";
     SmallPtrSet<BasicBlock *, 32> resumeBlocks;
+    SmallVector<CallInst *, 32> results;
     for (Site &s : sites) {
         SplitBlock(s.call->getParent(), s.call);
         s.resume = SplitBlock(s.call->getParent(), s.call->getNextNode());
@@ -220,6 +223,7 @@ std::string transform(Function &g, Argument *threadArg) {
             CallInst *r = b.CreateCall(fn, {});
             r->setDebugLoc(s.call->getDebugLoc());
             s.call->replaceAllUsesWith(r);
+            results.push_back(r);
         }
     }
 
@@ -261,17 +265,67 @@ std::string transform(Function &g, Argument *threadArg) {
     AllocaInst *resumeSlots = eb.CreateAlloca(ArrayType::get(i32, LANES), nullptr, "lanes.at");
     resumeSlots->setAlignment(Align(16));
     eb.CreateMemSet(resumeSlots, ConstantInt::get(i8, 0), LANES * 4, Align(16));
+    // The simdgroup's view (runtime sched.h, struct msl_sim_lanes_view): its fields stay
+    // the same for the whole call.
+    FunctionCallee viewFn = runtimeFn(m, "msl_sim_lanes_view", FunctionType::get(ptr, false));
+    StructType *viewTy = StructType::get(
+        ctx, {ptr, ptr, ptr, ptr, ptr, ptr, ptr, i32, i32, ArrayType::get(ptr, 2), ptr, ptr});
+    Value *view = eb.CreateCall(viewFn, {}, "lanes.view");
+    auto field = [&](unsigned k, Type *t, const char *name) {
+        return eb.CreateLoad(t, eb.CreateStructGEP(viewTy, view, k), name);
+    };
+    Value *vState = field(0, ptr, "lanes.state"), *vOrder = field(1, ptr, "lanes.order");
+    Value *vPos = field(2, ptr, "lanes.pos"), *vProgress = field(3, ptr, "lanes.progress");
+    Value *vCurrent = field(4, ptr, "lanes.current"), *vRestart = field(5, ptr, "lanes.restart");
+    Value *vError = field(6, ptr, "lanes.error"), *vFirst = field(7, i32, "lanes.first");
+    Value *vLanes = field(8, i32, "lanes.count");
+    Value *vMasks = field(10, ptr, "lanes.masks"), *vBuffers = field(11, ptr, "lanes.buffers");
+    Value *vSlots = eb.CreateStructGEP(viewTy, view, 9, "lanes.gen_slots");
     eb.CreateBr(head);
 
+    // The loop head: the next ready lane of the pass, found here as msl_sim_lanes_next
+    // would; the runtime is asked when the passes restart, on an error, and at the end of
+    // the pass (it then starts the next pass or blocks the simdgroup).
+    BasicBlock *scan = BasicBlock::Create(ctx, "lanes.scan", &g, oldEntry);
+    BasicBlock *scanTest = BasicBlock::Create(ctx, "lanes.scan.test", &g, oldEntry);
+    BasicBlock *found = BasicBlock::Create(ctx, "lanes.found", &g, oldEntry);
+    BasicBlock *slow = BasicBlock::Create(ctx, "lanes.ask", &g, oldEntry);
+    BasicBlock *asked = BasicBlock::Create(ctx, "lanes.asked", &g, oldEntry);
     IRBuilder<> hb(head);
+    Value *flags = hb.CreateOr(hb.CreateLoad(i32, vRestart), hb.CreateLoad(i32, vError));
+    Value *p0 = hb.CreateLoad(i32, vPos, "lanes.p0");
+    hb.CreateCondBr(hb.CreateICmpNE(flags, ConstantInt::get(i32, 0)), slow, scan);
+    IRBuilder<> sb(scan);
+    PHINode *p = sb.CreatePHI(i32, 2, "lanes.p");
+    Value *p1 = sb.CreateAdd(p, ConstantInt::get(i32, 1), "lanes.p1");
+    p->addIncoming(p0, head);
+    sb.CreateCondBr(sb.CreateICmpSLT(p1, vLanes), scanTest, slow);
+    IRBuilder<> tb(scanTest);
+    Value *l8 = tb.CreateLoad(i8, tb.CreateInBoundsGEP(i8, vOrder, tb.CreateSExt(p1, i64)));
+    Value *l = tb.CreateZExt(l8, i32, "lanes.l");
+    Value *stateAt = tb.CreateInBoundsGEP(i8, vState, tb.CreateZExt(l8, i64));
+    Value *ready = tb.CreateICmpEQ(tb.CreateLoad(i8, stateAt), ConstantInt::get(i8, 0));
+    tb.CreateCondBr(ready, found, scan);
+    p->addIncoming(p1, scanTest);
+    IRBuilder<> fb(found);
+    fb.CreateStore(ConstantInt::get(i8, 1), stateAt);                // RUNNING
+    fb.CreateStore(fb.CreateAdd(vFirst, l), vCurrent);
+    fb.CreateStore(ConstantInt::get(i8, 1), vProgress);
+    fb.CreateStore(p1, vPos);
+    fb.CreateBr(body);
+    IRBuilder<> ab(slow);
     FunctionCallee next = runtimeFn(m, "msl_sim_lanes_next", FunctionType::get(i32, false));
     FunctionCallee ret =
         runtimeFn(m, "msl_sim_lanes_return", FunctionType::get(Type::getVoidTy(ctx), false));
-    CallInst *lane = hb.CreateCall(next, {}, "lane");
-    hb.CreateCondBr(hb.CreateICmpSLT(lane, ConstantInt::get(i32, 0)), done, body);
+    CallInst *asks = ab.CreateCall(next, {}, "lanes.asked");
+    ab.CreateCondBr(ab.CreateICmpSLT(asks, ConstantInt::get(i32, 0)), done, asked);
+    BranchInst::Create(body, asked);
     ReturnInst::Create(ctx, done);
 
     IRBuilder<> bb(body);
+    PHINode *lane = bb.CreatePHI(i32, 2, "lane");
+    lane->addIncoming(l, found);
+    lane->addIncoming(asks, asked);
     Value *lane64 = bb.CreateZExt(lane, i64);
     Value *mine = bb.CreateInBoundsGEP(i8, frames, bb.CreateMul(lane64, ConstantInt::get(i64, frame)),
                                        "lanes.frame");
@@ -279,6 +333,23 @@ std::string transform(Function &g, Argument *threadArg) {
         Value *at = bb.CreateInBoundsGEP(i8, mine, ConstantInt::get(i64, offset), a->getName() + ".lane");
         a->replaceAllUsesWith(at);
         a->eraseFromParent();
+    }
+    // A SIMD op's result, as clang returns msl_sim_simd_result ({slots, active | lane << 32}):
+    // the slots and mask of the generation the lane published in.
+    StructType *resultTy = StructType::get(ctx, {ptr, i64});
+    for (CallInst *r : results) {
+        if (r->getType() != resultTy) continue;   // another ABI: keep the call
+        IRBuilder<> rb(r);
+        Value *buffer = rb.CreateZExt(
+            rb.CreateLoad(i8, rb.CreateInBoundsGEP(i8, vBuffers, lane64)), i64, "lanes.buffer");
+        Value *slots = rb.CreateLoad(ptr, rb.CreateInBoundsGEP(ptr, vSlots, buffer));
+        Value *active = rb.CreateLoad(i32, rb.CreateInBoundsGEP(i32, vMasks, buffer));
+        Value *packed = rb.CreateOr(rb.CreateZExt(active, i64),
+                                    rb.CreateShl(lane64, ConstantInt::get(i64, 32)));
+        Value *v = rb.CreateInsertValue(PoisonValue::get(resultTy), slots, {0});
+        v = rb.CreateInsertValue(v, packed, {1});
+        r->replaceAllUsesWith(v);
+        r->eraseFromParent();
     }
     Value *slot = bb.CreateInBoundsGEP(i32, resumeSlots, lane64, "lanes.slot");
     Value *at = bb.CreateLoad(i32, slot, "lanes.resume_at");

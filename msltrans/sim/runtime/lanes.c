@@ -122,6 +122,22 @@ int msl_sim_lanes_next(void) {
     }
 }
 
+/* The running simdgroup's view (sched.h): the lanes pass reads it at its loop head and
+   takes the next ready lane of the pass itself, as msl_sim_lanes_next would (state
+   RUNNING, w->current, the pass position and its progress flag); it calls
+   msl_sim_lanes_next when a barrier release restarts the passes, when an error is
+   reported, or when the pass reaches its end. After a SIMD op it reads the lane's result
+   from it as msl_sim_lanes_exchange_result would. The pass hard-codes this layout. */
+_Static_assert(__builtin_offsetof(struct msl_sim_lanes_view, error) == 48, "lanes view layout");
+_Static_assert(__builtin_offsetof(struct msl_sim_lanes_view, first) == 56, "lanes view layout");
+_Static_assert(__builtin_offsetof(struct msl_sim_lanes_view, gen_slots) == 64, "lanes view layout");
+_Static_assert(sizeof(struct msl_sim_lanes_view) == 96, "lanes view layout");
+_Static_assert(MSL_SIM_READY == 0 && MSL_SIM_RUNNING == 1, "states the lanes pass uses");
+const struct msl_sim_lanes_view *msl_sim_lanes_view(void) {
+    msl_sim_worker *w = msl_sim_self();
+    return &w->lanes_views[w->cur_sg];
+}
+
 const msl_sim_thread *msl_sim_lanes_info(void) {
     msl_sim_worker *w = msl_sim_self();
     return &w->fibers[w->current].info;
@@ -143,6 +159,20 @@ void msl_sim_lanes_run(msl_sim_worker *w) {
     unsigned n_sg = w->n_sg, seen = 0;
     unsigned char count[MSL_SIM_MAX_SIMDGROUPS] = {0};
     for (unsigned s = 0; s < n_sg; s++) {
+        struct msl_sim_lanes_view *v = &w->lanes_views[s];
+        v->state = &w->state[s * MSL_SIM_SIMD_WIDTH];
+        v->order = w->lane_order[s];
+        v->pos = &w->lane_pos[s];
+        v->progress = &w->lane_progress[s];
+        v->current = &w->current;
+        v->restart = &w->lanes_restart;
+        v->error = &w->report.kind;
+        v->first = s * MSL_SIM_SIMD_WIDTH;
+        v->lanes = w->sgs[s].lanes;
+        v->gen_slots[0] = w->slots[s][0];
+        v->gen_slots[1] = w->slots[s][1];
+        v->masks = w->sgs[s].mask;
+        v->buffers = w->lane_buffer[s];
         w->lane_pos[s] = -1;
         w->lane_progress[s] = 0;
         w->sg_fresh[s] = 1;

@@ -219,6 +219,7 @@ static inline __attribute__((always_inline)) void exchange(
     else if (!same_site_fast(sg->site0, site)) sg->site_mismatch = 1;
     sg->waiting_mask |= 1u << f->lane;
     f->buffer = buffer;
+    w->lane_buffer[index][f->lane] = (unsigned char)buffer;
     if (++sg->waiting == sg->live) msl_sim_release_simd(w, sg, index);
 }
 

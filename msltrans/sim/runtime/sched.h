@@ -113,6 +113,25 @@ typedef struct msl_sim_worker {
     unsigned char sg_fresh[MSL_SIM_MAX_SIMDGROUPS];
     unsigned char sg_done[MSL_SIM_MAX_SIMDGROUPS];
     unsigned sg_order[MSL_SIM_MAX_SIMDGROUPS];
+    /* What the lanes function's loop head reads to pick the next lane without a call
+       (lanes.c, msl_sim_lanes_view), one per simdgroup. */
+    struct msl_sim_lanes_view {
+        unsigned char *state;         /* the simdgroup's lanes' states (w->state) */
+        const unsigned char *order;   /* its lanes in schedule order (lane_order) */
+        int *pos;                     /* where its pass is in `order` (lane_pos) */
+        unsigned char *progress;      /* a lane ran in this pass (lane_progress) */
+        int *current;                 /* w->current */
+        const int *restart;           /* w->lanes_restart: nonzero, ask msl_sim_lanes_next */
+        const int *error;             /* w->report.kind: likewise */
+        unsigned first, lanes;        /* the simdgroup's first thread, its lane count */
+        /* A released SIMD op's result (what msl_sim_lanes_exchange_result returns): the
+           payload slots and mask of the lane's generation (buffers[lane]). */
+        const void *gen_slots[2];
+        const unsigned *masks;        /* sgs[s].mask */
+        const unsigned char *buffers; /* lane_buffer[s] */
+    } lanes_views[MSL_SIM_MAX_SIMDGROUPS];
+    /* The payload generation of each lane's last SIMD op (as its fiber's `buffer`). */
+    unsigned char lane_buffer[MSL_SIM_MAX_SIMDGROUPS][MSL_SIM_SIMD_WIDTH];
     /* Each fiber's state (MSL_SIM_READY, ...), apart from the fibers: scanning for the next
        ready one and releasing a barrier touch a few cache lines, not one per thread. */
     unsigned char state[MSL_SIM_MAX_THREADS];
