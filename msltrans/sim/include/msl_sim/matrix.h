@@ -79,11 +79,20 @@ typedef simdgroup_matrix<bfloat, 8, 8> simdgroup_bfloat8x8;
 
 namespace __detail {
 // Apple's lane ownership: lane owns (row, col0) and (row, col0 + 1).
+constexpr uint lane_row(uint lane) { return (lane / 4 & 4) + ((lane / 2) % 4); }
+constexpr uint lane_col0(uint lane) { return (lane / 4 & 2) * 2 + (lane % 2) * 2; }
 inline void lane_pos(uint lane, thread uint &row, thread uint &col0) {
-    uint q = lane / 4;
-    row = (q & 4) + ((lane / 2) % 4);
-    col0 = (q & 2) * 2 + (lane % 2) * 2;
+    row = lane_row(lane);
+    col0 = lane_col0(lane);
 }
+// Each lane's first element as a row-major index.
+struct lane_index_table {
+    unsigned char at[MSL_SIM_SIMD_WIDTH];
+    constexpr lane_index_table() : at() {
+        for (uint l = 0; l < MSL_SIM_SIMD_WIDTH; ++l) at[l] = (unsigned char)(lane_row(l) * 8 + lane_col0(l));
+    }
+};
+constexpr lane_index_table LANE_INDEX{};
 template <class T, class P> inline void mat_load(thread simdgroup_matrix<T, 8, 8> &d, P src, ulong epr, ulong2 org, bool tr, const msl_sim_site &s) {
     uint row, col0;
     lane_pos(msl_sim_matrix_arrive(&s), row, col0);
@@ -125,11 +134,10 @@ template <class TD> void msl_sim_nan_raw_mma_finish(msl_sim_mma *op, const float
         m[x] = whole[x];
         if (m[x]) continue;
         for (uint l = 0; l < MSL_SIM_SIMD_WIDTH; ++l) {
-            uint r, c0;
-            lane_pos(l, r, c0);
+            uint at = LANE_INDEX.at[l];
             const float *q = lanes + l * stride + 2 * x;
-            gathered[x][r * 8 + c0] = q[0];
-            gathered[x][r * 8 + c0 + 1] = q[1];
+            gathered[x][at] = q[0];
+            gathered[x][at + 1] = q[1];
         }
         m[x] = gathered[x];
     }
