@@ -92,7 +92,7 @@ struct lane_index_table {
         for (uint l = 0; l < MSL_SIM_SIMD_WIDTH; ++l) at[l] = (unsigned char)(lane_row(l) * 8 + lane_col0(l));
     }
 };
-constexpr lane_index_table LANE_INDEX{};
+constexpr lane_index_table lane_first_element{};
 template <class T, class P> inline void mat_load(thread simdgroup_matrix<T, 8, 8> &d, P src, ulong epr, ulong2 org, bool tr, const msl_sim_site &s) {
     uint row, col0;
     lane_pos(msl_sim_matrix_arrive(&s), row, col0);
@@ -134,7 +134,7 @@ template <class TD> void msl_sim_nan_raw_mma_finish(msl_sim_mma *op, const float
         m[x] = whole[x];
         if (m[x]) continue;
         for (uint l = 0; l < MSL_SIM_SIMD_WIDTH; ++l) {
-            uint at = LANE_INDEX.at[l];
+            uint at = lane_first_element.at[l];
             const float *q = lanes + l * stride + 2 * x;
             gathered[x][at] = q[0];
             gathered[x][at + 1] = q[1];
