@@ -62,6 +62,8 @@ typedef struct mma_chunk {
     mma_op ops[MMA_CHUNK];
 } mma_chunk;
 
+/* Each lane's first element as a row-major index: the shim's lane_row/lane_col0 (matrix.h),
+   which this map must agree with. */
 static const unsigned char LANE_INDEX[MSL_SIM_SIMD_WIDTH] = {
 #define P(l) (unsigned char)((((l) / 4 & 4) + ((l) / 2) % 4) * 8 + ((l) / 4 & 2) * 2 + ((l) % 2) * 2)
     P(0), P(1), P(2), P(3), P(4), P(5), P(6), P(7), P(8), P(9), P(10), P(11), P(12), P(13),

@@ -199,7 +199,8 @@ void msl_sim_release_simd(msl_sim_worker *w, msl_sim_simdgroup *sg, unsigned ind
     else if (w->launch->schedule == MSL_SIM_REVERSE) w->pos = w->n - first - sg->lanes - 1;
 }
 
-/* Publishes the lane's payload; f->buffer keeps the generation whose slots it reads back. */
+/* Publishes the lane's payload; lane_buffer keeps the generation whose slots it reads back
+   (fibers here, lanes mode's loop head through the simdgroup's view). */
 static inline __attribute__((always_inline)) void exchange(
         msl_sim_worker *w, msl_sim_fiber *f, const msl_sim_site *site, const void *data,
         unsigned size) {
@@ -218,16 +219,16 @@ static inline __attribute__((always_inline)) void exchange(
     if (!sg->waiting) sg->site0 = site;
     else if (!same_site_fast(sg->site0, site)) sg->site_mismatch = 1;
     sg->waiting_mask |= 1u << f->lane;
-    f->buffer = buffer;
     w->lane_buffer[index][f->lane] = (unsigned char)buffer;
     if (++sg->waiting == sg->live) msl_sim_release_simd(w, sg, index);
 }
 
 /* A released SIMD op's result for lane f: its generation's slots, mask and lane. */
 static inline msl_sim_simd_result simd_result(msl_sim_worker *w, const msl_sim_fiber *f) {
+    unsigned buffer = w->lane_buffer[f->sg][f->lane];
     msl_sim_simd_result r;
-    r.slots = w->slots[f->sg][f->buffer];
-    r.active = w->sgs[f->sg].mask[f->buffer];
+    r.slots = w->slots[f->sg][buffer];
+    r.active = w->sgs[f->sg].mask[buffer];
     r.lane = f->lane;
     return r;
 }

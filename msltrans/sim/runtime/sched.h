@@ -49,7 +49,6 @@ typedef struct msl_sim_fiber {
        stalled every matrix load on a failed store forwarding. */
     const char *matrix_file;
     unsigned long long matrix_lck;
-    unsigned buffer;                  /* the payload generation of its last SIMD op */
     msl_sim_thread info;
 } msl_sim_fiber;
 
@@ -130,7 +129,8 @@ typedef struct msl_sim_worker {
         const unsigned *masks;        /* sgs[s].mask */
         const unsigned char *buffers; /* lane_buffer[s] */
     } lanes_views[MSL_SIM_MAX_SIMDGROUPS];
-    /* The payload generation of each lane's last SIMD op (as its fiber's `buffer`). */
+    /* The payload generation of each lane's last SIMD op: the slots it reads its result
+       from (rendezvous.c, and lanes mode's loop head through lanes_views). */
     unsigned char lane_buffer[MSL_SIM_MAX_SIMDGROUPS][MSL_SIM_SIMD_WIDTH];
     /* Each fiber's state (MSL_SIM_READY, ...), apart from the fibers: scanning for the next
        ready one and releasing a barrier touch a few cache lines, not one per thread. */

@@ -1,5 +1,6 @@
 // simdgroup_matrix<T, 8, 8>: each of the 32 lanes holds 2 elements, with Apple's ownership
-// (the one place it is encoded is lane_row/lane_col0 below). No matrix op is a rendezvous:
+// (encoded in lane_row/lane_col0 below for the shim; the runtime's mma.c has the same map
+// as its LANE_INDEX table, which must agree). No matrix op is a rendezvous:
 // - loads and stores touch only the caller's own elements;
 // - a multiply-accumulate records the lane's operands into the simdgroup's shared record of
 //   that op (abi.h, runtime mma.c; a c that every lane passes as the same earlier result
