@@ -72,6 +72,35 @@ kernel void mma_chain(device float *out [[buffer(0)]], constant uint &n [[buffer
     simdgroup_store(c, out + (group * sgs + sg) * 64u, 8);
 }
 
+// The matmul's inner loop (tests/e2e/dot_kernels.py's ieee matmul, simdgroup path): per
+// step, 4 + 4 operands loaded from threadgroup memory and a 4x4 grid of accumulator tiles
+// (a = b = identity / 2, so every tile is exactly n / 4 times the identity).
+kernel void mma_tiles(device float *out [[buffer(0)]], constant uint &n [[buffer(1)]],
+                      uint lid [[thread_index_in_threadgroup]],
+                      uint size [[threads_per_threadgroup]],
+                      uint sg [[simdgroup_index_in_threadgroup]],
+                      uint group [[threadgroup_position_in_grid]],
+                      uint sgs [[simdgroups_per_threadgroup]]) {
+    threadgroup float half_eye[64];
+    for (uint j = lid; j < 64u; j += size) half_eye[j] = j % 9u == 0u ? 0.5f : 0.0f;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    simdgroup_float8x8 acc[4][4];
+    for (uint i = 0; i < 4u; ++i)
+        for (uint j = 0; j < 4u; ++j)
+            acc[i][j] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+    for (uint step = 0; step < n / 16u; ++step) {
+        simdgroup_float8x8 fa[4], fb[4];
+        for (uint i = 0; i < 4u; ++i) simdgroup_load(fa[i], half_eye, 8);
+        for (uint j = 0; j < 4u; ++j) simdgroup_load(fb[j], half_eye, 8);
+        for (uint i = 0; i < 4u; ++i)
+            for (uint j = 0; j < 4u; ++j)
+                simdgroup_multiply_accumulate(acc[i][j], fa[i], fb[j], acc[i][j]);
+    }
+    device float *mine = out + (group * sgs + sg) * 1024u;
+    for (uint i = 0; i < 4u; ++i)
+        for (uint j = 0; j < 4u; ++j) simdgroup_store(acc[i][j], mine + (4u * i + j) * 64u, 8);
+}
+
 // A simdgroup_load from threadgroup memory and a read of the lane's elements.
 kernel void matrix_load(device float *out [[buffer(0)]], constant uint &n [[buffer(1)]],
                         uint tid [[thread_position_in_grid]],
@@ -127,6 +156,11 @@ def _expect_mma(threads: int, group: int, n: int) -> np.ndarray:
     return np.tile(c.reshape(-1), threads // 32)
 
 
+def _expect_tiles(threads: int, group: int, n: int) -> np.ndarray:
+    tile = (0.25 * (n // 16) * np.eye(8)).reshape(-1)
+    return np.tile(tile, threads // 32 * 16)
+
+
 def _expect_load(threads: int, group: int, n: int) -> np.ndarray:
     lane = np.arange(threads) % 32
     q = lane // 4
@@ -153,6 +187,8 @@ OPS = [
     Op("tg_barrier", "threadgroup_barrier", _expect_plain, lambda t: t, (100, 4100)),
     Op("mma_chain", "simdgroup_multiply_accumulate (c chain)", _expect_mma,
        lambda t: t // 32 * 64, (32, 288)),
+    Op("mma_tiles", "simdgroup_multiply_accumulate (4x4 tiles, 8 loads per 16: a matmul step)",
+       _expect_tiles, lambda t: t // 32 * 1024, (32, 288)),
     Op("matrix_load", "simdgroup_load + thread_elements()", _expect_load, lambda t: t,
        (32, 288)),
 ]
