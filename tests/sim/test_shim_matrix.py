@@ -282,6 +282,44 @@ def test_accumulator_from_different_results_per_lane():
     assert np.array_equal(out.view(np.uint32), want.view(np.uint32))
 
 
+@pytest.mark.parametrize("schedule, seed", [("reverse", 0), ("shuffle", 3), ("shuffle", 4)])
+def test_results_do_not_depend_on_which_lane_records_first(sim, schedule, seed):
+    """The first lane to reach a multiply-accumulate makes its record (the runtime's path);
+    the others record inline (matrix.h, mma_record_inline) when their operands allow it.
+    Other schedules change which lane that is, and when lanes pass handles, their own
+    values or another result (the mixed kernel): the bits stay the fma chain's."""
+    lib = sim.compile_shader(MATMUL)
+    rng = np.random.default_rng(13)
+    a = rng.standard_normal((64, 64)).astype(np.float32)
+    b = rng.standard_normal((64, 64)).astype(np.float32)
+    c = np.zeros((64, 64), np.float32)
+    lib.mm_f(a, b, c, np.uint32(64), threads=(256, 8), group_size=(32, 1), schedule=schedule,
+             seed=seed)
+    assert np.array_equal(c.view(np.uint32), _chain(a, b).view(np.uint32))
+    mixed = sim.compile_shader(MIXED)
+    m = rng.standard_normal(128).astype(np.float32)
+    out = np.zeros((8, 8), np.float32)
+    mixed.mixed_c(m, out, threads=32, group_size=32, schedule=schedule, seed=seed)
+    want = np.zeros((8, 8), np.float32)
+    mixed.mixed_c(m, want, threads=32, group_size=32)
+    assert np.array_equal(out.view(np.uint32), want.view(np.uint32))
+    assert np.array_equal(want.view(np.uint32), _mixed_reference(m).view(np.uint32))
+
+
+def _mixed_reference(m: np.ndarray) -> np.ndarray:
+    a, b = m[:64].reshape(8, 8), m[64:].reshape(8, 8)
+    d, e = _chain(a, b), _chain(b, a)
+    c = np.zeros((8, 8), np.float32)
+    for lane in range(32):
+        row, col = _owned(lane)
+        c[row, col : col + 2] = (d if lane & 1 else e)[row, col : col + 2]
+        if 8 <= lane < 12:
+            c[row, col : col + 2] *= np.float32(2)
+    for k in range(8):
+        c = fma_f32(a[:, k : k + 1], a[k : k + 1, :], c)
+    return c
+
+
 @pytest.mark.parametrize("name, dtype, canon", [("mm_f", np.float32, 0x7FC00000),
                                                 ("mm_h", np.float16, 0x7E00)])
 def test_multiply_accumulate_nans_are_apples(lib, name, dtype, canon):

@@ -58,7 +58,8 @@ const Rendezvous RENDEZVOUS[] = {
 };
 // Runtime calls that need the per-thread model (fibers).
 const char *const FIBERS_ONLY[] = {"msl_sim_mma_record", "msl_sim_mma_wait",
-                                   "msl_sim_matrix_arrive", "msl_sim_mma_free"};
+                                   "msl_sim_matrix_arrive", "msl_sim_mma_free",
+                                   "msl_sim_mma_complete"};
 const char *const ENTRY_PREFIX = "__msl_sim_entry_";
 const char *const LANES_PREFIX = "__msl_sim_lanes_";
 

@@ -13,7 +13,11 @@
    16 consecutive ops are 384 contiguous bytes), and are consumed when the op completes; an
    op's record keeps one cache line of bookkeeping and the 64 results for as long as
    handles refer to it. Every rendezvous release finds all lanes of the simdgroup with the
-   same op count (checked by rendezvous.c): the ops' numbering restarts there. */
+   same op count (checked by rendezvous.c): the ops' numbering restarts there.
+
+   The shim records the common case itself (abi.h, msl_sim_mma_lane): this file keeps each
+   lane's view (its op count, the simdgroup's op table, NULL past the ops made, and its
+   blocks) current, and does everything else. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,30 +35,12 @@ typedef union operand {
     msl_sim_mma *pending;
 } operand;
 
+#define BLOCK_OPS MSL_SIM_MMA_BLOCK
 typedef struct mma_block {
     operand lanes[MSL_SIM_SIMD_WIDTH][BLOCK_OPS][3];
 } mma_block;
 
-typedef struct mma_op {
-    /* One cache line: what every lane recording the op touches. */
-    unsigned refs, done;              /* the shim's part (msl_sim_mma) */
-    unsigned short arrived, waiters;
-    unsigned site_line, site_column;  /* where the first lane recorded it */
-    union {
-        msl_sim_mma_finish finish;    /* while in use */
-        struct mma_op *next_free;     /* while free */
-    };
-    const char *site_file;
-    unsigned pending[3];              /* lanes whose operand x is a pending result */
-    /* The first earlier result a lane passed as c (one reference) and the lanes that passed
-       that same one: their c slots stay unwritten. When all 32 did (an accumulator chain),
-       that result's 64 elements are c as they are (nothing gathered). */
-    unsigned whole_mask;
-    struct mma_op *whole;
-    float d[64];
-} mma_op;
-_Static_assert(sizeof(mma_op) == sizeof(msl_sim_mma), "mma_op must match msl_sim_mma");
-_Static_assert(__builtin_offsetof(mma_op, d) == __builtin_offsetof(msl_sim_mma, d), "d");
+typedef msl_sim_mma mma_op;   /* abi.h: the shim's inline path reads it too */
 _Static_assert(__builtin_offsetof(mma_op, d) == 64, "the lanes' part is one cache line");
 
 typedef struct mma_chunk {
@@ -174,19 +160,27 @@ static void complete(msl_sim_worker *w, msl_sim_fiber *f, mma_op *op, mma_block 
     }
 }
 
-/* The first lane to reach the k-th op of its simdgroup makes its record. */
+/* The first lane to reach the k-th op of its simdgroup makes its record. The table is
+   NULL past n_ops: the shim's inline path finds an op with one load. */
 static mma_op *new_op(msl_sim_worker *w, msl_sim_fiber *f, msl_sim_simdgroup *sg, unsigned k,
                       const msl_sim_site *site, msl_sim_mma_finish finish) {
     if (sg->n_ops == sg->cap_ops) {
         unsigned cap = sg->cap_ops ? 2 * sg->cap_ops : 256;
         void *grown = realloc(sg->ops, cap * sizeof *sg->ops);
-        void *blocks = realloc(sg->blocks, cap / BLOCK_OPS * sizeof *sg->blocks);
         if (grown) sg->ops = grown;
+        void *blocks = realloc(sg->blocks, cap / BLOCK_OPS * sizeof *sg->blocks);
         if (blocks) sg->blocks = blocks;
         if (!grown || !blocks) fail(w, f, "out of memory for simdgroup_matrix records");
+        memset(sg->ops + sg->cap_ops, 0, (cap - sg->cap_ops) * sizeof *sg->ops);
         memset(sg->blocks + sg->cap_ops / BLOCK_OPS, 0,
                (cap - sg->cap_ops) / BLOCK_OPS * sizeof *sg->blocks);
         sg->cap_ops = cap;
+        msl_sim_fiber *lanes = &w->fibers[f->sg * MSL_SIM_SIMD_WIDTH];
+        for (unsigned l = 0; l < sg->lanes; l++) {
+            lanes[l].mma.ops = sg->ops;
+            lanes[l].mma.cap = cap;
+            lanes[l].mma.blocks = sg->blocks;
+        }
     }
     if (!sg->blocks[k / BLOCK_OPS] && !(sg->blocks[k / BLOCK_OPS] = malloc(sizeof(mma_block))))
         fail(w, f, "out of memory for simdgroup_matrix records");
@@ -250,7 +244,7 @@ msl_sim_mma *msl_sim_mma_record(const msl_sim_site *site, const msl_sim_mma_arg 
         if (w->profile) msl_sim_profile_note_caller(w, f, __builtin_frame_address(0));
         msl_sim_matrix_note(w, f, site);
     }
-    unsigned k = f->mma_seq++;
+    unsigned k = f->mma.seq++;
     mma_op *op;
     if (__builtin_expect(k < sg->n_ops, 1)) {
         op = sg->ops[k];
@@ -263,7 +257,7 @@ msl_sim_mma *msl_sim_mma_record(const msl_sim_site *site, const msl_sim_mma_arg 
         op = new_op(w, f, sg, k, site, finish);
     }
     unsigned lane = f->lane, pos = LANE_INDEX[lane];
-    mma_block *block = sg->blocks[k / BLOCK_OPS];
+    mma_block *block = (mma_block *)sg->blocks[k / BLOCK_OPS];
     operand *mine = block->lanes[lane][k % BLOCK_OPS];
     put(&mine[0], op, &args[0], 0, lane, pos);
     put(&mine[1], op, &args[1], 1, lane, pos);
@@ -271,6 +265,13 @@ msl_sim_mma *msl_sim_mma_record(const msl_sim_site *site, const msl_sim_mma_arg 
     op->refs++;
     if (++op->arrived == MSL_SIM_SIMD_WIDTH) complete(w, f, op, block, k);
     return (msl_sim_mma *)op;
+}
+
+void msl_sim_mma_complete(msl_sim_mma *h) {
+    msl_sim_worker *w = msl_sim_self();
+    msl_sim_fiber *f = msl_sim_self_fiber(w);
+    unsigned k = f->mma.seq - 1;
+    complete(w, f, (mma_op *)h, (mma_block *)w->sgs[f->sg].blocks[k / BLOCK_OPS], k);
 }
 
 unsigned msl_sim_mma_wait(msl_sim_mma *h, const msl_sim_site *site) {
@@ -291,9 +292,26 @@ unsigned msl_sim_mma_wait(msl_sim_mma *h, const msl_sim_site *site) {
 void msl_sim_mma_restart(msl_sim_worker *w, unsigned index) {
     msl_sim_simdgroup *sg = &w->sgs[index];
     if (!sg->n_ops) return;
-    sg->n_ops = 0;
+    msl_sim_mma_clear(sg);
     msl_sim_fiber *lanes = &w->fibers[index * MSL_SIM_SIMD_WIDTH];
-    for (unsigned l = 0; l < sg->lanes; l++) lanes[l].mma_seq = 0;
+    for (unsigned l = 0; l < sg->lanes; l++) lanes[l].mma.seq = 0;
+}
+
+/* No ops recorded (the table NULL again where it was used). */
+void msl_sim_mma_clear(msl_sim_simdgroup *sg) {
+    if (sg->n_ops) memset(sg->ops, 0, sg->n_ops * sizeof *sg->ops);
+    sg->n_ops = 0;
+}
+
+/* A thread's view at the start of its threadgroup (its simdgroup's table is cleared). */
+void msl_sim_mma_lane_init(msl_sim_worker *w, msl_sim_fiber *f) {
+    msl_sim_simdgroup *sg = &w->sgs[f->sg];
+    f->mma.seq = 0;
+    f->mma.plain = f->full_sg && !w->profile;
+    f->mma.lane = f->lane;
+    f->mma.cap = sg->cap_ops;
+    f->mma.ops = sg->ops;
+    f->mma.blocks = sg->blocks;
 }
 
 /* For a deadlock report: what a lane waiting for a result waits for. */

@@ -101,13 +101,13 @@ static int matrix_sync(msl_sim_worker *w, unsigned index) {
     unsigned bad = 0;
     for (unsigned l = 1; l < sg->lanes; l++)
         if (lanes[l].matrix_count != lanes[0].matrix_count || lanes[l].matrix_hash != lanes[0].matrix_hash
-            || lanes[l].mma_seq != lanes[0].mma_seq) {
+            || lanes[l].mma.seq != lanes[0].mma.seq) {
             bad = l;
             break;
         }
     if (!bad) {
         sg->matrix_used = 0;
-        if (!lanes[0].matrix_count && !lanes[0].mma_seq) return 0;
+        if (!lanes[0].matrix_count && !lanes[0].mma.seq) return 0;
         for (unsigned l = 0; l < sg->lanes; l++) {
             lanes[l].matrix_count = 0;
             lanes[l].matrix_hash = 0;
@@ -124,8 +124,8 @@ static int matrix_sync(msl_sim_worker *w, unsigned index) {
              "rendezvous lane 0 executed %u load(s)/store(s) (last: %s) and %u "
              "multiply-accumulate(s), lane %u executed %u (last: %s) and %u; every lane of the "
              "simdgroup must execute each simdgroup_matrix operation", index,
-             lanes[0].matrix_count, a, lanes[0].mma_seq, bad, lanes[bad].matrix_count, b,
-             lanes[bad].mma_seq);
+             lanes[0].matrix_count, a, lanes[0].mma.seq, bad, lanes[bad].matrix_count, b,
+             lanes[bad].mma.seq);
     msl_sim_set_error(w, MSL_SIM_ERR_DIVERGENCE, msg);
     msl_sim_note_thread(w, &lanes[bad]);
     return -1;

@@ -127,7 +127,7 @@ static void fiber_main(void *arg) {
         int next = w->report.kind ? -1 : msl_sim_next_ready(w);
         if (next >= 0 && w->fresh[next]) {
             w->fresh[next] = 0;
-            w->current = next;
+            msl_sim_set_current(w, next);
             w->state[next] = MSL_SIM_RUNNING;
             continue;
         }
@@ -161,7 +161,7 @@ static void init_group(msl_sim_worker *w, const unsigned group[3], const unsigne
         sg->live = sg->lanes;
         sg->waiting = 0;
         sg->gen = 0;
-        sg->n_ops = 0;
+        msl_sim_mma_clear(sg);
         sg->waiting_mask = 0;
         sg->site_mismatch = 0;
         sg->matrix_used = 0;
@@ -200,7 +200,7 @@ static void init_group(msl_sim_worker *w, const unsigned group[3], const unsigne
         f->site = NULL;
         f->matrix_count = 0;
         f->matrix_hash = 0;
-        f->mma_seq = 0;
+        msl_sim_mma_lane_init(w, f);
     }
     memset(w->fresh, 1, n);
     /* Uninitialised threadgroup memory reads as NaN in every float type. */
@@ -218,11 +218,14 @@ int msl_sim_run_group(msl_sim_worker *w, const unsigned group[3], const unsigned
     w->progress = 0;
     w->lanes_mode = w->launch->lanes_entry != NULL && !w->profile;
     if (w->lanes_mode) {
+        /* Matrix kernels run on fibers; a stale lane view must not serve the inline path. */
+        w->no_mma.plain = 0;
+        ((msl_sim_mma_lane **)w->pool)[1] = &w->no_mma;
         msl_sim_lanes_run(w);   /* lanes.c: a function call per simdgroup */
     } else {
         int first = msl_sim_next_ready(w);
         if (first >= 0) {
-            w->current = first;
+            msl_sim_set_current(w, first);
             w->state[first] = MSL_SIM_RUNNING;
             msl_sim_start_fiber(w, (unsigned)first);
             w->in_kernel = 1;

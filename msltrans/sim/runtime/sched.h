@@ -25,7 +25,8 @@
    stack pointer alone (no thread-local lookup on the rendezvous paths). */
 #define MSL_SIM_POOL_HEADER MSL_SIM_STACK_GUARD
 #define MSL_SIM_POOL_LEN (MSL_SIM_POOL_HEADER + MSL_SIM_MAX_THREADS * MSL_SIM_STACK_STRIDE)
-#define MSL_SIM_POOL_ALIGN (1024ul << 20)  /* a power of two >= MSL_SIM_POOL_LEN */
+/* MSL_SIM_POOL_ALIGN (abi.h): a power of two >= MSL_SIM_POOL_LEN. The header's first word
+   is the worker, its second the running thread's msl_sim_mma_lane (abi.h). */
 _Static_assert(MSL_SIM_POOL_LEN <= MSL_SIM_POOL_ALIGN, "a pool fits its alignment");
 #define MSL_SIM_MAX_SIMDGROUPS (MSL_SIM_MAX_THREADS / MSL_SIM_SIMD_WIDTH)
 #define MSL_SIM_MAX_STATICS 256
@@ -38,7 +39,6 @@ typedef struct msl_sim_fiber {
     /* first cache line: what every rendezvous and matrix op touches */
     msl_sim_context ctx;
     unsigned lane, sg;                /* thread_index_in_simdgroup, simdgroup index */
-    unsigned mma_seq;                 /* multiply-accumulates recorded (mma.c) */
     unsigned matrix_count;            /* simdgroup_matrix loads/stores since the last rendezvous */
     unsigned full_sg;                 /* the simdgroup has all 32 lanes */
     unsigned long long matrix_hash;   /* ... and a hash of their sites */
@@ -49,6 +49,7 @@ typedef struct msl_sim_fiber {
        stalled every matrix load on a failed store forwarding. */
     const char *matrix_file;
     unsigned long long matrix_lck;
+    msl_sim_mma_lane mma;             /* its multiply-accumulates (mma.c; abi.h) */
     msl_sim_thread info;
 } msl_sim_fiber;
 
@@ -60,8 +61,8 @@ typedef struct msl_sim_simdgroup {
     unsigned site_mismatch;           /* ... not all at site0 (a divergence, reported at release) */
     unsigned matrix_used;             /* matrix ops since the last uniformity check */
     const msl_sim_site *site0;        /* where the first waiting lane waits */
-    struct mma_op **ops;              /* mma.c: this simdgroup's records since the last restart */
-    struct mma_block **blocks;        /* mma.c: their lanes' operands, 16 ops per block */
+    msl_sim_mma **ops;                /* mma.c: this simdgroup's records since the last restart */
+    float **blocks;                   /* mma.c: their lanes' operands, 16 ops per block */
     unsigned n_ops, cap_ops;
 } msl_sim_simdgroup;
 
@@ -97,7 +98,7 @@ typedef struct msl_sim_worker {
     volatile int expired;             /* the time limit fired outside kernel code */
     unsigned long long groups_run;
     void *profile;                    /* profile.c's per-worker counters, when profiling */
-    struct mma_op *mma_free;          /* mma.c: free records, their chunks, records in use */
+    msl_sim_mma *mma_free;            /* mma.c: free records, their chunks, records in use */
     struct mma_chunk *mma_chunks;
     unsigned long mma_live;
     unsigned order[MSL_SIM_MAX_THREADS];
@@ -140,6 +141,7 @@ typedef struct msl_sim_worker {
        context, no switch: a kernel without rendezvous runs its group as one loop). */
     unsigned char fresh[MSL_SIM_MAX_THREADS];
     msl_sim_fiber fibers[MSL_SIM_MAX_THREADS];
+    msl_sim_mma_lane no_mma;          /* lanes mode's: the shim's inline matrix path is off */
     msl_sim_simdgroup sgs[MSL_SIM_MAX_SIMDGROUPS];
     msl_sim_slots slots[MSL_SIM_MAX_SIMDGROUPS] __attribute__((aligned(64)));
 } msl_sim_worker;
@@ -186,11 +188,17 @@ static inline int msl_sim_next_ready(msl_sim_worker *w) {
 /* sched.c: make the context of thread i, which has not run yet. */
 void msl_sim_start_fiber(msl_sim_worker *w, unsigned i);
 
+/* Thread i runs now on fibers: the shim's inline matrix path finds its msl_sim_mma_lane. */
+static inline void msl_sim_set_current(msl_sim_worker *w, int i) {
+    w->current = i;
+    ((msl_sim_mma_lane **)w->pool)[1] = &w->fibers[i].mma;
+}
+
 /* From the running fiber `self` to thread `next` (-1: back to the scheduler). */
 static inline void msl_sim_switch_to(msl_sim_worker *w, msl_sim_fiber *self, int next) {
     msl_sim_context *to = &w->sched_ctx;
     if (next >= 0) {
-        w->current = next;
+        msl_sim_set_current(w, next);
         w->state[next] = MSL_SIM_RUNNING;
         if (w->fresh[next]) msl_sim_start_fiber(w, (unsigned)next);
         to = &w->fibers[next].ctx;
@@ -222,6 +230,8 @@ void msl_sim_lanes_run(msl_sim_worker *w);
 /* mma.c */
 void msl_sim_mma_reset(msl_sim_worker *w);
 void msl_sim_mma_restart(msl_sim_worker *w, unsigned index);
+void msl_sim_mma_clear(msl_sim_simdgroup *sg);
+void msl_sim_mma_lane_init(msl_sim_worker *w, msl_sim_fiber *f);
 int msl_sim_mma_describe(const msl_sim_mma *h, char *out, unsigned long cap);
 
 /* guard.c */

@@ -4,7 +4,7 @@
 #ifndef MSL_SIM_ABI_H
 #define MSL_SIM_ABI_H
 
-#define MSL_SIM_ABI_VERSION 5
+#define MSL_SIM_ABI_VERSION 6
 #define MSL_SIM_SIMD_WIDTH 32
 #define MSL_SIM_EXCHANGE_BYTES 128  /* largest payload one lane publishes per SIMD op */
 
@@ -92,21 +92,58 @@ typedef struct msl_sim_shared_result {
    and wakes lanes waiting for them. A lane needs the values only when it reads or stores
    the matrix: msl_sim_mma_wait then blocks until the result exists. Handles are counted
    references (the shim's copy constructor, assignment and destructor keep `refs`). */
-typedef struct msl_sim_mma {
-    unsigned refs;               /* handles held by lanes and by pending operand slots */
-    unsigned done;               /* d holds the result */
-    unsigned long runtime[7];    /* mma.c's own fields (one cache line with the above) */
-    float d[64];                 /* the result, row-major, rounded to the destination type */
-} msl_sim_mma;
-typedef struct msl_sim_mma_arg {
-    msl_sim_mma *pending;        /* the operand is this pending result (its values: ignored) */
-    float v[2];                  /* else the lane's two elements */
-} msl_sim_mma_arg;
+typedef struct msl_sim_mma msl_sim_mma;
 /* Computes op->d from the lanes' operands: lane l's a, b and c elements (2 each, as float)
    are lanes[l * stride + 0..5], except for an operand x with whole[x] set: every lane passed
    the same earlier result for it, whose 64 elements (row-major) whole[x] points to. */
 typedef void (*msl_sim_mma_finish)(msl_sim_mma *op, const float *lanes, unsigned long stride,
                                    const float *const *whole);
+/* One multiply-accumulate of a simdgroup (runtime mma.c makes and frees them; the shim
+   reads the fields its inline path compares, see msl_sim_mma_lane). */
+struct msl_sim_mma {
+    /* First cache line: what every lane recording the op touches. */
+    unsigned refs;               /* handles held by lanes and by pending operand slots */
+    unsigned done;               /* d holds the result */
+    unsigned short arrived, waiters;   /* lanes that recorded it; lanes waiting for it */
+    unsigned site_line, site_column;   /* where the first lane recorded it */
+    union {
+        msl_sim_mma_finish finish;     /* while in use */
+        msl_sim_mma *next_free;        /* while free */
+    };
+    const char *site_file;
+    unsigned pending[3];         /* lanes whose operand x is a pending result */
+    /* The first earlier result a lane passed as c (one reference) and the lanes that passed
+       that same one: their c slots stay unwritten. When all 32 did (an accumulator chain),
+       that result's 64 elements are c as they are (nothing gathered). */
+    unsigned whole_mask;
+    msl_sim_mma *whole;
+    float d[64];                 /* the result, row-major, rounded to the destination type */
+};
+typedef struct msl_sim_mma_arg {
+    msl_sim_mma *pending;        /* the operand is this pending result (its values: ignored) */
+    float v[2];                  /* else the lane's two elements */
+} msl_sim_mma_arg;
+/* Where the running lane stands in its simdgroup's multiply-accumulates: the runtime keeps
+   one per thread and points the second word of the worker's stack pool (the mapping
+   aligned to MSL_SIM_POOL_ALIGN that holds every fiber stack) at the running thread's.
+   The shim records the common case inline: the op exists (ops[seq]), its site and finish
+   are the caller's, a and b are the lane's own elements and c is too or is the op's whole
+   result; then it writes the lane's slots in blocks[seq / MSL_SIM_MMA_BLOCK] (floats
+   ((lane * MSL_SIM_MMA_BLOCK + seq % MSL_SIM_MMA_BLOCK) * 3 + x) * 2, +1), counts the lane
+   (refs, arrived, whole_mask) and calls msl_sim_mma_complete when it is the 32nd. Anything
+   else goes through msl_sim_mma_record. `plain` is 0 where the inline path must not run
+   (profiling, a partial simdgroup, lanes mode). */
+typedef struct msl_sim_mma_lane {
+    unsigned seq;                /* this lane's multiply-accumulates since the last restart */
+    unsigned plain;
+    unsigned lane, cap;          /* thread_index_in_simdgroup; entries of ops */
+    msl_sim_mma **ops;           /* the simdgroup's ops by number, NULL where none yet */
+    float **blocks;              /* its operand blocks */
+} msl_sim_mma_lane;
+#define MSL_SIM_MMA_BLOCK 16
+#define MSL_SIM_POOL_ALIGN (1024ul << 20)
+/* The 32nd lane's part of an inline record (seq already counts it). */
+void msl_sim_mma_complete(msl_sim_mma *op);
 /* Returns the op with one reference for the caller (which keeps it as the destination's
    handle, also when the result already exists). */
 msl_sim_mma *msl_sim_mma_record(const msl_sim_site *site, const msl_sim_mma_arg *args,

@@ -4,7 +4,8 @@
 // - loads and stores touch only the caller's own elements;
 // - a multiply-accumulate records the lane's operands into the simdgroup's shared record of
 //   that op (abi.h, runtime mma.c; a c that every lane passes as the same earlier result
-//   is taken whole) and leaves a counted handle in the destination; the lane
+//   is taken whole; the common case is recorded inline, mma_record_inline, the rest by
+//   the runtime) and leaves a counted handle in the destination; the lane
 //   recording last computes every output element once, as the fp32 fma chain over
 //   k = 0..7 in increasing order starting from c, rounded once to the destination type;
 // - a lane reading a pending matrix (thread_elements(), a store) waits for that result.
@@ -182,13 +183,55 @@ template <class T> inline void simdgroup_store(const thread simdgroup_matrix<T, 
     __detail::mat_store(a, dst, elements_per_row, matrix_origin, transpose_matrix, __s);
 }
 
+namespace __detail {
+// The common case of msl_sim_mma_record, without the call (abi.h, msl_sim_mma_lane): the
+// op exists, its site and finish are this call's, a and b are the lane's own elements and
+// c is too or is the op's whole result. Returns the op (one reference for the caller), or
+// nullptr for anything else, having changed nothing.
+template <class TA, class TB, class TC>
+__attribute__((always_inline)) inline msl_sim_mma *mma_record_inline(const thread simdgroup_matrix<TA, 8, 8> &a,
+                                      const thread simdgroup_matrix<TB, 8, 8> &b,
+                                      const thread simdgroup_matrix<TC, 8, 8> &c,
+                                      msl_sim_mma_finish finish, const __constant char *file,
+                                      unsigned line, unsigned col) {
+    ulong pool = (ulong)__builtin_frame_address(0) & ~(MSL_SIM_POOL_ALIGN - 1);
+    msl_sim_mma_lane *lane = ((msl_sim_mma_lane *const *)pool)[1];
+    uint k = lane->seq;
+    if (!lane->plain || k >= lane->cap) return nullptr;
+    msl_sim_mma *op = lane->ops[k];
+    if (!op || op->finish != finish || op->site_line != line || op->site_column != col ||
+        op->site_file != (const char *)(ulong)file || a.__h || b.__h || (c.__h && c.__h != op->whole))
+        return nullptr;
+    lane->seq = k + 1;
+    float *slot = lane->blocks[k / MSL_SIM_MMA_BLOCK] +
+                  (lane->lane * MSL_SIM_MMA_BLOCK + k % MSL_SIM_MMA_BLOCK) * 6;
+    slot[0] = (float)a.__e[0];
+    slot[1] = (float)a.__e[1];
+    slot[2] = (float)b.__e[0];
+    slot[3] = (float)b.__e[1];
+    if (c.__h) {
+        op->whole_mask |= 1u << lane->lane;
+    } else {
+        slot[4] = (float)c.__e[0];
+        slot[5] = (float)c.__e[1];
+    }
+    op->refs++;
+    if (++op->arrived == MSL_SIM_SIMD_WIDTH) msl_sim_mma_complete(op);
+    return op;
+}
+}  // namespace __detail
+
 template <class TD, class TA, class TB, class TC>
 inline void simdgroup_multiply_accumulate(thread simdgroup_matrix<TD, 8, 8> &d, const thread simdgroup_matrix<TA, 8, 8> &a,
                                           const thread simdgroup_matrix<TB, 8, 8> &b, const thread simdgroup_matrix<TC, 8, 8> &c,
                                           MSL_SIM_SITE_ARGS) {
-    MSL_SIM_MAT_SITE();
-    msl_sim_mma_arg args[3] = {__detail::mma_arg(a), __detail::mma_arg(b), __detail::mma_arg(c)};
-    msl_sim_mma *h = msl_sim_mma_record(&__s, args, &__detail::msl_sim_nan_raw_mma_finish<TD>);
+    msl_sim_mma_finish finish = &__detail::msl_sim_nan_raw_mma_finish<TD>;
+    msl_sim_mma *h = __detail::mma_record_inline(a, b, c, finish, __file, __line, __col);
+    if (!h) {
+        MSL_SIM_MAT_SITE();
+        msl_sim_mma_arg args[3] = {__detail::mma_arg(a), __detail::mma_arg(b), __detail::mma_arg(c)};
+        h = msl_sim_mma_record(&__s, args, finish);
+    }
     if (d.__h) __detail::mma_release(d.__h);   // after reading the operands: d may alias one
     // Even where this lane recorded last and the result exists: a lane holding the handle
     // passes it whole to the next multiply-accumulate (an accumulator chain gathers nothing).
