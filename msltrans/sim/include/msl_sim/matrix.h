@@ -187,30 +187,30 @@ namespace __detail {
 // The common case of msl_sim_mma_record, without the call (abi.h, msl_sim_mma_lane): the
 // op exists, its site and finish are this call's, a and b are the lane's own elements and
 // c is too or is the op's whole result. Returns the op (one reference for the caller), or
-// nullptr for anything else, having changed nothing.
+// nullptr for anything else, having changed nothing. Always inlined: left a function
+// (clang's choice in large kernels) it keeps most of the call it is there to save.
 template <class TA, class TB, class TC>
-__attribute__((always_inline)) inline msl_sim_mma *mma_record_inline(const thread simdgroup_matrix<TA, 8, 8> &a,
-                                      const thread simdgroup_matrix<TB, 8, 8> &b,
-                                      const thread simdgroup_matrix<TC, 8, 8> &c,
-                                      msl_sim_mma_finish finish, const __constant char *file,
-                                      unsigned line, unsigned col) {
+__attribute__((always_inline)) inline msl_sim_mma *
+mma_record_inline(const thread simdgroup_matrix<TA, 8, 8> &a, const thread simdgroup_matrix<TB, 8, 8> &b,
+                  const thread simdgroup_matrix<TC, 8, 8> &c, msl_sim_mma_finish finish,
+                  const __constant char *file, unsigned line, unsigned col) {
     ulong pool = (ulong)__builtin_frame_address(0) & ~(MSL_SIM_POOL_ALIGN - 1);
-    msl_sim_mma_lane *lane = ((msl_sim_mma_lane *const *)pool)[1];
-    uint k = lane->seq;
-    if (!lane->plain || k >= lane->cap) return nullptr;
-    msl_sim_mma *op = lane->ops[k];
+    msl_sim_mma_lane *view = ((msl_sim_mma_lane *const *)pool)[1];   // the running lane's
+    uint k = view->seq;
+    if (!view->plain || k >= view->cap) return nullptr;
+    msl_sim_mma *op = view->ops[k];
     if (!op || op->finish != finish || op->site_line != line || op->site_column != col ||
         op->site_file != (const char *)(ulong)file || a.__h || b.__h || (c.__h && c.__h != op->whole))
         return nullptr;
-    lane->seq = k + 1;
-    float *slot = lane->blocks[k / MSL_SIM_MMA_BLOCK] +
-                  (lane->lane * MSL_SIM_MMA_BLOCK + k % MSL_SIM_MMA_BLOCK) * 6;
+    view->seq = k + 1;
+    float *slot = view->blocks[k / MSL_SIM_MMA_BLOCK] +
+                  (view->lane * MSL_SIM_MMA_BLOCK + k % MSL_SIM_MMA_BLOCK) * 6;
     slot[0] = (float)a.__e[0];
     slot[1] = (float)a.__e[1];
     slot[2] = (float)b.__e[0];
     slot[3] = (float)b.__e[1];
     if (c.__h) {
-        op->whole_mask |= 1u << lane->lane;
+        op->whole_mask |= 1u << view->lane;
     } else {
         slot[4] = (float)c.__e[0];
         slot[5] = (float)c.__e[1];
