@@ -260,14 +260,8 @@ kernel void mixed_c(device const float* m [[buffer(0)]], device float* out [[buf
 )
 
 
-def test_accumulator_from_different_results_per_lane():
-    """The whole-operand path (every lane passes the same earlier result) beside lanes that
-    pass another pending result or their own values: each lane's elements come from its own."""
-    lib = compile_shader(MIXED)
-    rng = np.random.default_rng(8)
-    m = rng.standard_normal(128).astype(np.float32)
-    out = np.zeros((8, 8), np.float32)
-    lib.mixed_c(m, out, threads=32, group_size=32)
+def _mixed_reference(m: np.ndarray) -> np.ndarray:
+    """mixed_c's output: c per lane from d or e (doubled in lanes 8..11), then the chain a @ a + c."""
     a, b = m[:64].reshape(8, 8), m[64:].reshape(8, 8)
     d, e = _chain(a, b), _chain(b, a)
     c = np.zeros((8, 8), np.float32)
@@ -276,10 +270,20 @@ def test_accumulator_from_different_results_per_lane():
         c[row, col : col + 2] = (d if lane & 1 else e)[row, col : col + 2]
         if 8 <= lane < 12:
             c[row, col : col + 2] *= np.float32(2)
-    want = c
     for k in range(8):
-        want = fma_f32(a[:, k : k + 1], a[k : k + 1, :], want)
-    assert np.array_equal(out.view(np.uint32), want.view(np.uint32))
+        c = fma_f32(a[:, k : k + 1], a[k : k + 1, :], c)
+    return c
+
+
+def test_accumulator_from_different_results_per_lane():
+    """The whole-operand path (every lane passes the same earlier result) beside lanes that
+    pass another pending result or their own values: each lane's elements come from its own."""
+    lib = compile_shader(MIXED)
+    rng = np.random.default_rng(8)
+    m = rng.standard_normal(128).astype(np.float32)
+    out = np.zeros((8, 8), np.float32)
+    lib.mixed_c(m, out, threads=32, group_size=32)
+    assert np.array_equal(out.view(np.uint32), _mixed_reference(m).view(np.uint32))
 
 
 @pytest.mark.parametrize("schedule, seed", [("reverse", 0), ("shuffle", 3), ("shuffle", 4)])
@@ -304,20 +308,6 @@ def test_results_do_not_depend_on_which_lane_records_first(sim, schedule, seed):
     mixed.mixed_c(m, want, threads=32, group_size=32)
     assert np.array_equal(out.view(np.uint32), want.view(np.uint32))
     assert np.array_equal(want.view(np.uint32), _mixed_reference(m).view(np.uint32))
-
-
-def _mixed_reference(m: np.ndarray) -> np.ndarray:
-    a, b = m[:64].reshape(8, 8), m[64:].reshape(8, 8)
-    d, e = _chain(a, b), _chain(b, a)
-    c = np.zeros((8, 8), np.float32)
-    for lane in range(32):
-        row, col = _owned(lane)
-        c[row, col : col + 2] = (d if lane & 1 else e)[row, col : col + 2]
-        if 8 <= lane < 12:
-            c[row, col : col + 2] *= np.float32(2)
-    for k in range(8):
-        c = fma_f32(a[:, k : k + 1], a[k : k + 1, :], c)
-    return c
 
 
 @pytest.mark.parametrize("name, dtype, canon", [("mm_f", np.float32, 0x7FC00000),

@@ -218,8 +218,8 @@ int msl_sim_run_group(msl_sim_worker *w, const unsigned group[3], const unsigned
     w->progress = 0;
     w->lanes_mode = w->launch->lanes_entry != NULL && !w->profile;
     if (w->lanes_mode) {
-        /* Matrix kernels run on fibers; a stale lane view must not serve the inline path. */
-        w->no_mma.plain = 0;
+        /* Matrix kernels run on fibers; a stale lane view must not serve the inline path
+           (no_mma stays zero: workers are calloc'd, so its `plain` is 0). */
         ((msl_sim_mma_lane **)w->pool)[1] = &w->no_mma;
         msl_sim_lanes_run(w);   /* lanes.c: a function call per simdgroup */
     } else {
