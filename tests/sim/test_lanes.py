@@ -175,6 +175,114 @@ def test_lanes_report_the_errors_fibers_report(monkeypatch):
     assert _error(runs[2]).where.local == (37, 0, 0)
 
 
+# simdgroup_matrix kernels in lanes mode (a multiply-accumulate is a rendezvous; a run of
+# them with only address arithmetic between is computed once per simdgroup): the tiled
+# shape of the dot templates (threadgroup staging, half operands widened to float through
+# thread_elements(), 2x2 accumulator tiles, a run of four ops per k step), a half
+# accumulator, a c operand that is another matrix, and lanes changing their elements
+# between ops.
+MATRIX_KERNELS = HEADER + """
+#include <metal_simdgroup_matrix>
+kernel void tiles(device const half* A [[buffer(0)]], device const half* B [[buffer(1)]],
+                  device float* C [[buffer(2)]], device half* H [[buffer(3)]],
+                  threadgroup half* sa [[threadgroup(0)]], threadgroup half* sb [[threadgroup(1)]],
+                  uint lid [[thread_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]],
+                  uint sg [[simdgroup_index_in_threadgroup]],
+                  uint2 tg [[threadgroup_position_in_grid]]) {
+    // C[32x32 tile] = A[32x64] @ B[64x32] per threadgroup of 4 simdgroups (2x2 of 16x16).
+    simdgroup_float8x8 acc[2][2];
+    for (uint i = 0; i < 2; ++i)
+        for (uint j = 0; j < 2; ++j) acc[i][j] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+    simdgroup_half8x8 hacc = make_filled_simdgroup_matrix<half, 8, 8>(half(0));
+    uint r0 = (sg / 2) * 16, c0 = (sg % 2) * 16;
+    for (uint k0 = 0; k0 < 64; k0 += 16) {
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        for (uint e = lid; e < 32 * 16; e += 128) {
+            sa[(e / 16) * 16 + e % 16] = A[(tg.y * 32 + e / 16) * 64 + k0 + e % 16];
+            sb[(e / 32) * 32 + e % 32] = B[(k0 + e / 32) * 64 + tg.x * 32 + e % 32];
+        }
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        for (uint kk = 0; kk < 16; kk += 8) {
+            simdgroup_float8x8 fa[2], fb[2];
+            simdgroup_half8x8 ha, hb;
+            for (uint i = 0; i < 2; ++i) {
+                simdgroup_half8x8 h;
+                simdgroup_load(h, sa, 16, ulong2(kk, r0 + i * 8));
+                fa[i].thread_elements() = float2(h.thread_elements());
+                if (i == 0) ha = h;
+            }
+            for (uint j = 0; j < 2; ++j) {
+                simdgroup_half8x8 h;
+                simdgroup_load(h, sb, 32, ulong2(c0 + j * 8, kk));
+                fb[j].thread_elements() = float2(h.thread_elements());
+            }
+            simdgroup_load(hb, sb, 32, ulong2(c0 + 8, kk), true);
+            for (uint i = 0; i < 2; ++i)
+                for (uint j = 0; j < 2; ++j)
+                    simdgroup_multiply_accumulate(acc[i][j], fa[i], fb[j], acc[i][j]);
+            simdgroup_multiply_accumulate(hacc, ha, hb, hacc);
+            acc[1][1].thread_elements() += float2(float(lane), 0.5f);   // per-lane change
+            simdgroup_multiply_accumulate(acc[0][1], fa[1], fb[0], acc[1][1]);
+        }
+    }
+    for (uint i = 0; i < 2; ++i)
+        for (uint j = 0; j < 2; ++j)
+            simdgroup_store(acc[i][j], C, 64,
+                            ulong2(tg.x * 32 + c0 + j * 8, tg.y * 32 + r0 + i * 8));
+    simdgroup_store(hacc, H, 8, ulong2(0, ((tg.y * 2 + tg.x) * 4 + sg) * 8));
+}
+template <typename T> void mma_here(thread simdgroup_float8x8& d, thread T& a) {
+    simdgroup_multiply(d, a, a);
+}
+kernel void split_calls(device float* m [[buffer(0)]], ushort lane [[thread_index_in_simdgroup]]) {
+    simdgroup_float8x8 a, d;
+    simdgroup_load(a, m);
+    if (lane < 16) mma_here(d, a);      // one source site, two calls
+    else mma_here(d, a);
+    simdgroup_store(d, m);
+}
+"""
+
+
+@pytest.mark.parametrize("schedule", ["forward", "reverse", "shuffle"])
+def test_matrix_kernels_in_lanes_mode_match_fibers(monkeypatch, schedule):
+    lib = sim.compile_shader(MATRIX_KERNELS, name="lanes_matrix.metal")
+    assert lib.tiles.lanes
+    rng = np.random.default_rng(21)
+    a = rng.standard_normal((64, 64)).astype(np.float16)
+    b = rng.standard_normal((64, 64)).astype(np.float16)
+
+    def run():
+        c = np.full((64, 64), np.nan, np.float32)
+        h = np.full((16 * 8, 8), np.nan, np.float16)
+        lib.tiles(a, b, c, h, threads=(256, 2), group_size=(128, 1),
+                  threadgroup_memory=[2 * 32 * 16, 2 * 16 * 32], schedule=schedule, seed=5)
+        return c, h
+
+    (c_f, h_f), (c_l, h_l) = _both(monkeypatch, run)
+    assert c_l.tobytes() == c_f.tobytes() and h_l.tobytes() == h_f.tobytes()
+    # The untouched accumulators against float64: acc[i][0] of each simdgroup (the first 8
+    # of every 16 columns) is plain A @ B.
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    plain = (np.arange(64) % 16) < 8
+    np.testing.assert_allclose(c_l[:, plain], want[:, plain], rtol=1e-4, atol=1e-3)
+
+
+def test_matrix_op_reached_through_different_calls_is_refused_in_lanes_mode(monkeypatch):
+    """Fibers run each lane's call; lanes mode computes one call for the simdgroup, so lanes
+    stopped at different calls of one source site are an error there, never a wrong result."""
+    lib = sim.compile_shader(MATRIX_KERNELS, name="lanes_matrix.metal")
+    m = np.random.default_rng(2).standard_normal(64).astype(np.float32)
+    with pytest.raises(sim.DivergenceError,
+                       match="through different calls .*MSLTRANS_SIM_LANES=fibers"):
+        lib.split_calls(m.copy(), threads=32, group_size=32)
+    monkeypatch.setenv("MSLTRANS_SIM_LANES", "fibers")
+    out = m.copy()
+    lib.split_calls(out, threads=32, group_size=32)
+    want = m.reshape(8, 8).astype(np.float64) @ m.reshape(8, 8).astype(np.float64)
+    np.testing.assert_allclose(out.reshape(8, 8), want, rtol=1e-5, atol=1e-5)
+
+
 MATRIX_AND_BIG = HEADER + """
 kernel void matrix(device float* out [[buffer(0)]]) {
     simdgroup_float8x8 a(2.0f);
@@ -192,10 +300,12 @@ kernel void plain(device float* out [[buffer(0)]], uint gid [[thread_position_in
 """
 
 
-def test_kernels_the_pass_leaves_on_fibers_still_run():
+def test_kernels_without_a_lanes_entry_and_large_frames_run():
     lib = sim.compile_shader(MATRIX_AND_BIG, name="lanes_refused.metal")
-    # simdgroup_matrix ops, 32 copies of an 8 KB array, no rendezvous at all: no lanes entry.
-    assert not lib.matrix.lanes and not lib.big_private.lanes and not lib.plain.lanes
+    # Matrix ops but no rendezvous, no rendezvous at all: no lanes entry. 32 copies of an
+    # 8 KB array are over what lane 0's stack holds: the runtime gives the lanes entry room.
+    assert not lib.matrix.lanes and not lib.plain.lanes
+    assert lib.big_private.lanes
     out = np.zeros(64, np.float32)
     lib.matrix(out, threads=32, group_size=32)
     np.testing.assert_array_equal(out.reshape(8, 8), np.diag(np.full(8, 2.0, np.float32)))

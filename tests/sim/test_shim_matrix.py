@@ -204,15 +204,29 @@ def test_lane_skipping_a_load_is_a_divergence():
         lib.skip_load(np.zeros(128, np.float32), threads=32, group_size=32)
 
 
-def test_multiply_accumulates_at_different_sites_are_a_divergence():
+# Lanes mode makes a multiply-accumulate a rendezvous of the simdgroup; fibers record it per
+# lane: each reports these misuses in its own words.
+@pytest.mark.parametrize("mode, message", [
+    ("lanes", "divergent SIMD op in simdgroup 0: lanes wait at simdgroup_multiply_accumulate at "
+              r"shader.metal:13:20 and lane 16 at simdgroup_multiply_accumulate at shader.metal:14:10"),
+    ("fibers", "divergent simdgroup_matrix ops in simdgroup 0: lane 16"),
+])
+def test_multiply_accumulates_at_different_sites_are_a_divergence(monkeypatch, mode, message):
+    monkeypatch.setenv("MSLTRANS_SIM_LANES", mode)
     lib = compile_shader(MISUSE)
-    with pytest.raises(RuntimeError, match="divergent simdgroup_matrix ops in simdgroup 0: lane 16"):
+    with pytest.raises(RuntimeError, match=message):
         lib.split_mma(np.zeros(128, np.float32), threads=32, group_size=32)
 
 
-def test_waiting_for_a_result_half_the_lanes_never_compute():
+@pytest.mark.parametrize("mode, message", [
+    ("lanes", r"simdgroup_multiply_accumulate at shader.metal:21:5 executed by 16 of 32 lanes: "
+              r"the others returned .*thread \(16, 0, 0\)"),
+    ("fibers", "simdgroup_multiply_accumulate at .*which 16 of 32 lanes"),
+])
+def test_waiting_for_a_result_half_the_lanes_never_compute(monkeypatch, mode, message):
+    monkeypatch.setenv("MSLTRANS_SIM_LANES", mode)
     lib = compile_shader(MISUSE)
-    with pytest.raises(RuntimeError, match="simdgroup_multiply_accumulate at .*which 16 of 32 lanes"):
+    with pytest.raises(RuntimeError, match=message):
         lib.half_mma(np.zeros(128, np.float32), threads=32, group_size=32)
 
 

@@ -21,6 +21,7 @@
 // objects over LANES_STACK_LIMIT bytes. The per-thread entry is left unchanged.
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/CFG.h"
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/IRBuilder.h"
@@ -32,6 +33,8 @@
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Passes/PassPlugin.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Transforms/Scalar/InstSimplifyPass.h"
+#include "llvm/Transforms/Scalar/SimplifyCFG.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/Local.h"
@@ -44,7 +47,8 @@ using namespace llvm;
 namespace {
 
 constexpr unsigned LANES = 32;
-constexpr uint64_t LANES_STACK_LIMIT = 192 * 1024;   // all lanes' stack objects together
+constexpr uint64_t LANES_STACK_LIMIT = 192 * 1024;   // all lanes' stack objects, on the stack
+constexpr uint64_t LANES_HEAP_LIMIT = 16 << 20;      // in the runtime's memory (lanes.c)
 
 struct Rendezvous {
     const char *name;    // the shim's call (abi.h)
@@ -57,11 +61,20 @@ const Rendezvous RENDEZVOUS[] = {
     {"msl_sim_threadgroup_barrier", "msl_sim_lanes_threadgroup_barrier", nullptr},
 };
 // Runtime calls that need the per-thread model (fibers).
-const char *const FIBERS_ONLY[] = {"msl_sim_mma_record", "msl_sim_mma_wait",
-                                   "msl_sim_matrix_arrive", "msl_sim_mma_free",
+const char *const FIBERS_ONLY[] = {"msl_sim_mma_record", "msl_sim_mma_wait", "msl_sim_mma_free",
                                    "msl_sim_mma_complete"};
+// The shim's lanes-mode switch (1 in a lanes entry, 0 everywhere else) and its
+// multiply-accumulate, which the pass makes a rendezvous computed once per simdgroup.
+const char *const LANES_MODE = "msl_sim_lanes_mode";
+const char *const LANES_MMA = "msl_sim_lanes_mma";
+// A run of multiply-accumulates: published like a simdgroup barrier (the runtime counts it
+// as a matrix op and checks that every lane is live); the lane that releases it computes
+// the run for the simdgroup.
+const Rendezvous MATRIX = {"msl_sim_lanes_mma", "msl_sim_lanes_matrix", nullptr};
 const char *const ENTRY_PREFIX = "__msl_sim_entry_";
 const char *const LANES_PREFIX = "__msl_sim_lanes_";
+
+bool isNamed(const Function *f, const char *name) { return f && f->getName() == name; }
 
 const Rendezvous *rendezvousOf(const Function *f) {
     if (!f) return nullptr;
@@ -95,7 +108,9 @@ Reach reach(Module &m) {
                 auto *cb = dyn_cast<CallBase>(&i);
                 if (!cb) continue;
                 Function *callee = cb->getCalledFunction();
-                if (!hasR && (rendezvousOf(callee) || (callee && r.rendezvous.count(callee)))) {
+                bool lanesCall = isNamed(callee, LANES_MODE) || isNamed(callee, LANES_MMA);
+                if (!hasR && (rendezvousOf(callee) || lanesCall ||
+                              (callee && r.rendezvous.count(callee)))) {
                     r.rendezvous.insert(&f);
                     hasR = changed = true;
                 }
@@ -107,6 +122,30 @@ Reach reach(Module &m) {
         }
     }
     return r;
+}
+
+// Replaces every call of the lanes-mode switch in `f` by `value`; whether there was one.
+bool setLanesMode(Function &f, int value) {
+    SmallVector<CallInst *, 16> calls;
+    for (Instruction &i : instructions(f))
+        if (auto *c = dyn_cast<CallInst>(&i))
+            if (isNamed(c->getCalledFunction(), LANES_MODE)) calls.push_back(c);
+    for (CallInst *c : calls) {
+        c->replaceAllUsesWith(ConstantInt::get(c->getType(), value));
+        c->eraseFromParent();
+    }
+    return !calls.empty();
+}
+
+// What of `g` (lanes mode set, its other paths folded away) still needs fibers, or "".
+std::string fibersOnlyIn(Function &g, const Reach &r) {
+    for (Instruction &i : instructions(g))
+        if (auto *cb = dyn_cast<CallBase>(&i)) {
+            Function *callee = cb->getCalledFunction();
+            if (fibersOnly(callee) || (callee && r.refuse.count(callee)))
+                return "simdgroup_matrix ops outside the lanes path";
+        }
+    return "";
 }
 
 // Why `g` (the clone, everything that reaches a rendezvous inlined) cannot run as lanes,
@@ -205,11 +244,72 @@ std::string transform(Function &g, Argument *threadArg) {
         const Rendezvous *kind;
         BasicBlock *resume;
     };
+    // Multiply-accumulates (the shim's lanes path): a run of them with nothing but address
+    // arithmetic between is one rendezvous, at the run's first call, and each op of the run
+    // is computed once for the simdgroup, from the lanes' objects: each operand must be a
+    // stack object at a fixed offset (the same place in every lane's copy).
+    struct Operand {
+        AllocaInst *object;
+        uint64_t offset;
+    };
+    struct Mma {
+        Function *op;
+        Operand x[4];   // d, a, b, c
+    };
+    struct Run {
+        CallInst *head;
+        SmallVector<Mma, 8> ops;
+    };
+    SmallVector<Run, 16> runs;
+    SmallVector<CallInst *, 64> members;   // the calls after each run's head
+    for (BasicBlock &b : g) {
+        int run = -1;
+        for (Instruction &i : b) {
+            auto *c = dyn_cast<CallInst>(&i);
+            if (c && isNamed(c->getCalledFunction(), LANES_MMA)) {
+                Mma op;
+                op.op = dyn_cast<Function>(c->getArgOperand(4)->stripPointerCasts());
+                if (!op.op) return "a multiply-accumulate through a computed function";
+                for (unsigned k = 0; k < 4; ++k) {
+                    int64_t offset = 0;
+                    Value *base = GetPointerBaseWithConstantOffset(c->getArgOperand(k), offset, dl);
+                    auto *a = dyn_cast<AllocaInst>(base);
+                    if (!a || offset < 0) return "a matrix operand that is not a stack object";
+                    op.x[k] = {a, (uint64_t)offset};
+                }
+                if (run < 0) {
+                    runs.push_back({c, {}});
+                    run = (int)runs.size() - 1;
+                } else {
+                    members.push_back(c);
+                }
+                runs[run].ops.push_back(op);
+                continue;
+            }
+            if (run >= 0 && !i.isTerminator() && !i.mayHaveSideEffects() && !i.mayReadFromMemory())
+                continue;
+            run = -1;
+        }
+    }
+    for (CallInst *c : members) c->eraseFromParent();
+    // Where a lane publishes its run's site (its own copy, like every stack object).
+    AllocaInst *siteSlot = nullptr;
+    StructType *siteTy = StructType::get(ctx, {ptr, i32, i32, i32});
+    if (!runs.empty()) {
+        IRBuilder<> sb(&*g.getEntryBlock().getFirstInsertionPt());
+        siteSlot = sb.CreateAlloca(siteTy, nullptr, "lanes.site");
+    }
+    DenseMap<CallInst *, unsigned> runOf;
+    for (unsigned k = 0; k < runs.size(); ++k) runOf[runs[k].head] = k;
+
     SmallVector<Site, 32> sites;
     for (Instruction &i : instructions(g))
-        if (auto *c = dyn_cast<CallInst>(&i))
+        if (auto *c = dyn_cast<CallInst>(&i)) {
             if (const Rendezvous *r = rendezvousOf(c->getCalledFunction()))
                 sites.push_back({c, r, nullptr});
+            else if (runOf.count(c))
+                sites.push_back({c, &MATRIX, nullptr});
+        }
     if (sites.empty()) return "no rendezvous";
     SmallPtrSet<BasicBlock *, 32> resumeBlocks;
     SmallVector<CallInst *, 32> results;
@@ -246,23 +346,56 @@ std::string transform(Function &g, Argument *threadArg) {
     SmallVector<AllocaInst *, 64> allocas;
     for (Instruction &i : *oldEntry)
         if (auto *a = dyn_cast<AllocaInst>(&i)) allocas.push_back(a);
-    // One frame per lane (lane-major, as the lanes' stacks would be): each object at its
-    // offset in the frame.
-    uint64_t frame = 0, frameAlign = 16;
-    SmallVector<std::pair<AllocaInst *, uint64_t>, 64> offsets;
+    // The 32 copies of each stack object side by side (lane l's at block + l * stride): a
+    // simdgroup-wide op, and the lanes running one stretch of code in turn, touch adjacent
+    // memory.
+    struct Place {
+        uint64_t block, stride;
+    };
+    uint64_t total = 0;
+    SmallVector<std::pair<AllocaInst *, Place>, 64> places;
+    DenseMap<AllocaInst *, Place> placeOf;
     for (AllocaInst *a : allocas) {
         std::optional<TypeSize> size = a->getAllocationSize(dl);
         if (!size || size->isScalable()) return "a stack object of unknown size";
         uint64_t align = a->getAlign().value();
-        frameAlign = std::max(frameAlign, align);
-        frame = alignTo(frame, align);
-        offsets.push_back({a, frame});
-        frame += std::max<uint64_t>(size->getFixedValue(), 1);
+        if (align > 64) return "a stack object aligned to more than 64 bytes";
+        uint64_t stride = alignTo(std::max<uint64_t>(size->getFixedValue(), 1), align);
+        total = alignTo(total, std::max<uint64_t>(align, 16));
+        places.push_back({a, {total, stride}});
+        placeOf[a] = {total, stride};
+        total += stride * LANES;
     }
-    frame = alignTo(std::max<uint64_t>(frame, 1), frameAlign);
-    if (frame * LANES > LANES_STACK_LIMIT) return "stack objects too large for 32 copies";
-    AllocaInst *frames = eb.CreateAlloca(ArrayType::get(i8, frame * LANES), nullptr, "lanes.frames");
-    frames->setAlignment(Align(frameAlign));
+    total = alignTo(std::max<uint64_t>(total, 1), 64);
+    if (total > LANES_HEAP_LIMIT) return "stack objects too large for 32 copies";
+    Value *frames;
+    if (total <= LANES_STACK_LIMIT) {
+        AllocaInst *onStack = eb.CreateAlloca(ArrayType::get(i8, total), nullptr, "lanes.frames");
+        onStack->setAlignment(Align(64));
+        frames = onStack;
+    } else {
+        FunctionCallee heap =
+            runtimeFn(m, "msl_sim_lanes_frames", FunctionType::get(ptr, {i64}, false));
+        frames = eb.CreateCall(heap, {ConstantInt::get(i64, total)}, "lanes.frames");
+    }
+    // Each run's ops, resolved to their operands' places (the objects go below).
+    struct PlacedOp {
+        Function *op;
+        uint64_t at[4], stride[4];
+    };
+    SmallVector<SmallVector<PlacedOp, 8>, 16> placedRuns;
+    for (Run &run : runs) {
+        placedRuns.emplace_back();
+        for (Mma &op : run.ops) {
+            PlacedOp placed{op.op, {}, {}};
+            for (unsigned k = 0; k < 4; ++k) {
+                Place pl = placeOf.lookup(op.x[k].object);
+                placed.at[k] = pl.block + op.x[k].offset;
+                placed.stride[k] = pl.stride;
+            }
+            placedRuns.back().push_back(placed);
+        }
+    }
     AllocaInst *resumeSlots = eb.CreateAlloca(ArrayType::get(i32, LANES), nullptr, "lanes.at");
     resumeSlots->setAlignment(Align(16));
     eb.CreateMemSet(resumeSlots, ConstantInt::get(i8, 0), LANES * 4, Align(16));
@@ -328,10 +461,14 @@ std::string transform(Function &g, Argument *threadArg) {
     lane->addIncoming(l, found);
     lane->addIncoming(asks, asked);
     Value *lane64 = bb.CreateZExt(lane, i64);
-    Value *mine = bb.CreateInBoundsGEP(i8, frames, bb.CreateMul(lane64, ConstantInt::get(i64, frame)),
-                                       "lanes.frame");
-    for (auto &[a, offset] : offsets) {
-        Value *at = bb.CreateInBoundsGEP(i8, mine, ConstantInt::get(i64, offset), a->getName() + ".lane");
+    DenseMap<uint64_t, Value *> laneOffset;   // lane * stride, by stride
+    Value *siteAt = nullptr;                  // the lane's copy of siteSlot
+    for (auto &[a, place] : places) {
+        Value *&offset = laneOffset[place.stride];
+        if (!offset) offset = bb.CreateMul(lane64, ConstantInt::get(i64, place.stride));
+        Value *at = bb.CreateInBoundsGEP(
+            i8, frames, bb.CreateAdd(offset, ConstantInt::get(i64, place.block)), a->getName() + ".lane");
+        if (a == siteSlot) siteAt = at;
         a->replaceAllUsesWith(at);
         a->eraseFromParent();
     }
@@ -357,12 +494,46 @@ std::string transform(Function &g, Argument *threadArg) {
     SwitchInst *sw = bb.CreateSwitch(at, oldEntry, sites.size());
 
     // Each rendezvous: publish, remember where to resume, back to the loop head.
+    FunctionCallee matrixFn = runtimeFn(m, MATRIX.lanes, FunctionType::get(i32, {ptr}, false));
+    FunctionCallee checkFn = runtimeFn(m, "msl_sim_lanes_matrix_check",
+                                       FunctionType::get(i32, {ptr, i32, ptr}, false));
     unsigned index = 0;
     for (Site &s : sites) {
         ++index;
         sw->addCase(cast<ConstantInt>(ConstantInt::get(i32, index)), s.resume);
         BasicBlock *b = s.call->getParent();
         IRBuilder<> cb(s.call);
+        if (s.kind == &MATRIX) {
+            // Publish the site, stop here; the lane whose arrival releases the rendezvous
+            // checks that every lane stopped at this call and computes the run.
+            CallInst *c = s.call;
+            cb.CreateStore(c->getArgOperand(5), cb.CreateStructGEP(siteTy, siteAt, 0));
+            cb.CreateStore(c->getArgOperand(6), cb.CreateStructGEP(siteTy, siteAt, 1));
+            cb.CreateStore(c->getArgOperand(7), cb.CreateStructGEP(siteTy, siteAt, 2));
+            cb.CreateStore(ConstantInt::get(i32, 4), cb.CreateStructGEP(siteTy, siteAt, 3));
+            cb.CreateStore(ConstantInt::get(i32, index), slot);
+            CallInst *released = cb.CreateCall(matrixFn, {siteAt});
+            released->setDebugLoc(c->getDebugLoc());
+            BasicBlock *check = BasicBlock::Create(ctx, "lanes.mma.check", &g);
+            BasicBlock *ops = BasicBlock::Create(ctx, "lanes.mma.run", &g);
+            cb.CreateCondBr(cb.CreateICmpNE(released, ConstantInt::get(i32, 0)), check, head);
+            IRBuilder<> kb(check);
+            Value *ok = kb.CreateCall(checkFn, {resumeSlots, ConstantInt::get(i32, index), siteAt});
+            kb.CreateCondBr(kb.CreateICmpNE(ok, ConstantInt::get(i32, 0)), ops, head);
+            IRBuilder<> ob(ops);
+            for (const PlacedOp &op : placedRuns[runOf.lookup(c)]) {
+                SmallVector<Value *, 8> args;
+                for (unsigned k = 0; k < 4; ++k) {
+                    args.push_back(ob.CreateInBoundsGEP(i8, frames, ConstantInt::get(i64, op.at[k])));
+                    args.push_back(ConstantInt::get(i64, op.stride[k]));
+                }
+                ob.CreateCall(op.op->getFunctionType(), op.op, args)->setDebugLoc(c->getDebugLoc());
+            }
+            ob.CreateBr(head);
+            b->getTerminator()->eraseFromParent();
+            c->eraseFromParent();
+            continue;
+        }
         SmallVector<Type *, 4> types;
         SmallVector<Value *, 4> args;
         for (Value *a : s.call->args()) {
@@ -393,7 +564,9 @@ std::string transform(Function &g, Argument *threadArg) {
 }
 
 struct LanesPass : PassInfoMixin<LanesPass> {
-    PreservedAnalyses run(Module &m, ModuleAnalysisManager &) {
+    PreservedAnalyses run(Module &m, ModuleAnalysisManager &mam) {
+        FunctionAnalysisManager &fam =
+            mam.getResult<FunctionAnalysisManagerModuleProxy>(m).getManager();
         const char *trace = getenv("MSLTRANS_SIM_LANES_TRACE");
         Reach r = reach(m);
         SmallVector<Function *, 8> entries;
@@ -403,7 +576,6 @@ struct LanesPass : PassInfoMixin<LanesPass> {
         for (Function *e : entries) {
             std::string why;
             if (!r.rendezvous.count(e)) why = "no rendezvous";
-            else if (r.refuse.count(e)) why = "simdgroup_matrix ops";
             Function *g = nullptr;
             if (why.empty()) {
                 ValueToValueMapTy map;
@@ -413,6 +585,16 @@ struct LanesPass : PassInfoMixin<LanesPass> {
                 g->setLinkage(GlobalValue::ExternalLinkage);
                 g->addFnAttr(Attribute::NoInline);
                 why = inlineAll(*g, r);
+                if (why.empty() && setLanesMode(*g, 1)) {
+                    // Fold the shim's per-thread paths away (the matrix handles and their
+                    // runtime calls), so that runs of multiply-accumulates are adjacent.
+                    FunctionPassManager fpm;
+                    fpm.addPass(InstSimplifyPass());
+                    fpm.addPass(SimplifyCFGPass());
+                    fpm.run(*g, fam);
+                    fam.clear(*g, g->getName());
+                }
+                if (why.empty()) why = fibersOnlyIn(*g, r);
                 if (why.empty()) why = transform(*g, g->arg_size() > 2 ? g->getArg(2) : nullptr);
                 if (why.empty() && verifyFunction(*g, &errs())) why = "internal error (verifier)";
                 if (!why.empty()) {
@@ -425,6 +607,9 @@ struct LanesPass : PassInfoMixin<LanesPass> {
                        << (g ? "lanes" : "fibers (" + why + ")") << "\n";
             changed |= g != nullptr;
         }
+        // Everywhere else the shim takes its per-thread paths.
+        for (Function &f : m)
+            if (!f.getName().starts_with(LANES_PREFIX)) changed |= setLanesMode(f, 0);
         return changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
     }
 };

@@ -9,6 +9,7 @@
    fault attribution is the per-thread model's; what goes is a context and a switch per
    lane and rendezvous. A simdgroup whose lanes all wait at a threadgroup barrier hands
    the worker to the next simdgroup with a lane to run (one context switch). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "sched.h"
@@ -146,12 +147,42 @@ const msl_sim_thread *msl_sim_lanes_info(void) {
 void msl_sim_lanes_return(void) {
     msl_sim_worker *w = msl_sim_self();
     unsigned i = (unsigned)w->current, index = i / MSL_SIM_SIMD_WIDTH;
+    msl_sim_simdgroup *sg = &w->sgs[index];
+    /* Lanes wait at a multiply-accumulate this one will never reach. */
+    if (sg->waiting && sg->site0->kind == MSL_SIM_KIND_SIMD_MATRIX)
+        msl_sim_matrix_returned(w, &w->fibers[i], sg->site0, sg->waiting);
     w->state[i] = MSL_SIM_DONE;
     w->live--;
-    msl_sim_simdgroup *sg = &w->sgs[index];
     sg->live--;
     /* A lane that returns no longer takes part in SIMD ops: the others may go on. */
     if (sg->live && sg->waiting == sg->live) msl_sim_release_simd(w, sg, index);
+}
+
+int msl_sim_lanes_mode(void) { return 0; }
+
+void msl_sim_lanes_mma(void *d, const void *a, const void *b, const void *c,
+                       msl_sim_lanes_mma_op op, const char *file, unsigned line, unsigned column) {
+    (void)d, (void)a, (void)b, (void)c, (void)op;
+    msl_sim_site site = {file, line, column, MSL_SIM_KIND_SIMD_MATRIX};
+    msl_sim_fail(&site, "internal error: a lanes-mode multiply-accumulate outside a lanes entry");
+}
+
+/* Room for the running simdgroup's lanes' stack objects when they are too large for its
+   stack (the lanes pass asks once per call): kept per worker and simdgroup, grown as
+   needed, never shrunk. */
+void *msl_sim_lanes_frames(unsigned long bytes) {
+    msl_sim_worker *w = msl_sim_self();
+    unsigned s = w->cur_sg;
+    if (w->lanes_frames_cap[s] < bytes) {
+        free(w->lanes_frames[s]);
+        w->lanes_frames[s] = aligned_alloc(64, (bytes + 63) & ~63ul);
+        w->lanes_frames_cap[s] = w->lanes_frames[s] ? bytes : 0;
+        if (!w->lanes_frames[s]) {
+            msl_sim_set_error(w, MSL_SIM_ERR_FAIL, "out of memory for the lanes' stack objects");
+            msl_sim_abort_group(w);
+        }
+    }
+    return w->lanes_frames[s];
 }
 
 /* Runs the group (w is initialised, w->order made); returns when it ended or failed. */

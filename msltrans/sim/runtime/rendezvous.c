@@ -66,6 +66,18 @@ static void partial_simdgroup(msl_sim_worker *w, msl_sim_fiber *f, const msl_sim
     fail_here(w, f, MSL_SIM_ERR_FAIL, msg);
 }
 
+/* A multiply-accumulate that only `reached` lanes of f's simdgroup execute: the others
+   returned (lanes mode; on fibers the op's record waits for them and the deadlock report
+   says so). */
+void msl_sim_matrix_returned(msl_sim_worker *w, msl_sim_fiber *f, const msl_sim_site *site,
+                             unsigned reached) {
+    char where[256], msg[512];
+    describe_site(where, sizeof where, site);
+    snprintf(msg, sizeof msg, "%s executed by %u of 32 lanes: the others returned (every lane "
+             "of the simdgroup must take part in a simdgroup_matrix operation)", where, reached);
+    fail_here(w, f, MSL_SIM_ERR_FAIL, msg);
+}
+
 /* Counts a matrix op of lane `f` (and fails one in a partial simdgroup at once). */
 static inline __attribute__((always_inline)) void note(msl_sim_worker *w, msl_sim_fiber *f,
                                                        const msl_sim_site *site) {
@@ -300,6 +312,43 @@ void msl_sim_lanes_simdgroup_barrier(const msl_sim_site *site, unsigned flags) {
     (void)flags;
     msl_sim_worker *w = msl_sim_self();
     exchange(w, msl_sim_self_fiber(w), site, NULL, 0);
+}
+
+/* Lanes mode's multiply-accumulate (the lanes pass makes msl_sim_lanes_mma a rendezvous):
+   counted like a matrix load, and every lane must still be live. Returns 1 to the lane
+   whose arrival released it: the pass then checks that every lane stopped at the same call
+   (msl_sim_lanes_matrix_check) and computes the op, and the run of multiply-accumulates
+   that follows it, for the simdgroup. */
+int msl_sim_lanes_matrix(const msl_sim_site *site) {
+    msl_sim_worker *w = msl_sim_self();
+    msl_sim_fiber *f = msl_sim_self_fiber(w);
+    note(w, f, site);
+    msl_sim_simdgroup *sg = &w->sgs[f->sg];
+    if (sg->live != sg->lanes) msl_sim_matrix_returned(w, f, site, sg->live);
+    exchange(w, f, site, NULL, 0);
+    return sg->waiting == 0 && !w->report.kind;
+}
+
+/* After msl_sim_lanes_matrix released: 1 if every lane stopped at the lanes pass's call
+   `index` (resume: the lanes' resume slots), else the error (lanes at different calls of
+   one source site, which fibers would accept as one op: lanes mode computes one call's
+   operands for all lanes, so it refuses). */
+int msl_sim_lanes_matrix_check(const int *resume, int index, const msl_sim_site *site) {
+    msl_sim_worker *w = msl_sim_self();
+    unsigned s = w->cur_sg;
+    for (unsigned l = 0; l < w->sgs[s].lanes; l++) {
+        if (resume[l] == index) continue;
+        char where[256], msg[512];
+        describe_site(where, sizeof where, site);
+        snprintf(msg, sizeof msg, "divergent SIMD op in simdgroup %u: lanes reach the "
+                 "simdgroup_matrix multiply-accumulate at %s through different calls (lane "
+                 "%u; lanes mode runs one call for the simdgroup: MSLTRANS_SIM_LANES=fibers "
+                 "runs each lane's)", s, where, l);
+        msl_sim_set_error(w, MSL_SIM_ERR_DIVERGENCE, msg);
+        msl_sim_note_thread(w, &w->fibers[s * MSL_SIM_SIMD_WIDTH + l]);
+        return 0;
+    }
+    return 1;
 }
 
 void msl_sim_lanes_threadgroup_barrier(const msl_sim_site *site, unsigned flags) {

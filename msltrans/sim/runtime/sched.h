@@ -113,6 +113,8 @@ typedef struct msl_sim_worker {
     unsigned char sg_fresh[MSL_SIM_MAX_SIMDGROUPS];
     unsigned char sg_done[MSL_SIM_MAX_SIMDGROUPS];
     unsigned sg_order[MSL_SIM_MAX_SIMDGROUPS];
+    void *lanes_frames[MSL_SIM_MAX_SIMDGROUPS];   /* msl_sim_lanes_frames */
+    unsigned long lanes_frames_cap[MSL_SIM_MAX_SIMDGROUPS];
     /* What the lanes function's loop head reads to pick the next lane without a call
        (lanes.c, msl_sim_lanes_view), one per simdgroup. */
     struct msl_sim_lanes_view {
@@ -245,4 +247,8 @@ unsigned long long msl_sim_now_ns(void);
 
 /* cas_spurious.c */
 int msl_sim_cas_spurious_enabled(void);
+/* Lanes mode: a multiply-accumulate that lanes of its simdgroup will not reach (they
+   returned): the error (rendezvous.c). */
+void msl_sim_matrix_returned(msl_sim_worker *w, msl_sim_fiber *f, const msl_sim_site *site,
+                             unsigned reached) __attribute__((noreturn, noinline));
 #endif

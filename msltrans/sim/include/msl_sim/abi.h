@@ -4,7 +4,7 @@
 #ifndef MSL_SIM_ABI_H
 #define MSL_SIM_ABI_H
 
-#define MSL_SIM_ABI_VERSION 6
+#define MSL_SIM_ABI_VERSION 7
 #define MSL_SIM_SIMD_WIDTH 32
 #define MSL_SIM_EXCHANGE_BYTES 128  /* largest payload one lane publishes per SIMD op */
 
@@ -152,6 +152,23 @@ msl_sim_mma *msl_sim_mma_record(const msl_sim_site *site, const msl_sim_mma_arg 
 unsigned msl_sim_mma_wait(msl_sim_mma *op, const msl_sim_site *site);
 /* refs reached 0 on a finished op: give it back. */
 void msl_sim_mma_free(msl_sim_mma *op);
+
+/* Lanes mode (docs/simulator.md, "Lanes mode"): the lanes pass replaces every call of
+   msl_sim_lanes_mode by 1 inside a kernel's lanes entry and by 0 everywhere else, so the shim
+   can give a simdgroup run as one function its own matrix path. The runtime's definition
+   (0) serves libraries compiled without the pass. */
+int msl_sim_lanes_mode(void);
+/* The simdgroup's multiply-accumulate d = a * b + c on the lanes' matrix objects: lane l's
+   object of each operand at base + l * stride (simdgroup_matrix: its two elements first). */
+typedef void (*msl_sim_lanes_mma_op)(char *d, unsigned long d_stride, const char *a,
+                                     unsigned long a_stride, const char *b,
+                                     unsigned long b_stride, const char *c,
+                                     unsigned long c_stride);
+/* A multiply-accumulate in lanes mode: the lanes pass makes it a rendezvous of the
+   simdgroup (msl_sim_lanes_matrix) and calls `op` once for the 32 lanes. The runtime's
+   definition fails: nothing else calls it. */
+void msl_sim_lanes_mma(void *d, const void *a, const void *b, const void *c,
+                       msl_sim_lanes_mma_op op, const char *file, unsigned line, unsigned column);
 
 /* simdgroup_load/store and the diagonal constructor: no rendezvous (each lane touches only
    its own elements). Checks that all 32 lanes are live, counts the op for the per-lane

@@ -11,6 +11,10 @@
 // - a lane reading a pending matrix (thread_elements(), a store) waits for that result.
 // The runtime checks that all 32 lanes take part and run the same matrix ops (at every
 // rendezvous and at the end of the threadgroup).
+// In lanes mode (msl_sim_lanes_mode(), a constant the lanes pass puts in) there are no
+// handles: a multiply-accumulate is msl_sim_lanes_mma, which the pass turns into a
+// rendezvous of the simdgroup that computes the op once from the 32 lanes' objects
+// (msl_sim_nan_raw_lanes_mma below, the same arithmetic as the finish).
 #ifndef MSL_SIM_MATRIX_H
 #define MSL_SIM_MATRIX_H
 #pragma clang system_header
@@ -18,8 +22,11 @@
 
 namespace metal {
 namespace __detail {
-inline void mma_retain(msl_sim_mma *h) { h->refs++; }
+inline void mma_retain(msl_sim_mma *h) {
+    if (!msl_sim_lanes_mode()) h->refs++;
+}
 inline void mma_release(msl_sim_mma *h) {
+    if (msl_sim_lanes_mode()) return;
     if (--h->refs == 0 && h->done) msl_sim_mma_free(h);
 }
 }  // namespace __detail
@@ -60,7 +67,7 @@ template <class T, int Cols, int Rows> struct simdgroup_matrix {
     }
     // Wait for a pending result and keep the lane's two elements of it.
     void __materialize(const msl_sim_site &s) const {
-        if (!__h) return;
+        if (msl_sim_lanes_mode() || !__h) return;
         uint pos = msl_sim_mma_wait(__h, &s);
         __e = __detail::vec_t<T, 2>{(T)__h->d[pos], (T)__h->d[pos + 1]};
         __detail::mma_release(__h);
@@ -157,6 +164,43 @@ template <class TD> void msl_sim_nan_raw_mma_finish(msl_sim_mma *op, const float
         }
     }
 }
+// Lanes mode's multiply-accumulate, once for the simdgroup: lane l's object of each operand
+// at base + l * stride. The same arithmetic, NaN handling and rounding as the finish above.
+template <class TD, class TA, class TB, class TC>
+void msl_sim_nan_raw_lanes_mma(char *d, unsigned long sd, const char *a, unsigned long sa,
+                               const char *b, unsigned long sb, const char *c, unsigned long sc) {
+    float A[64], B[64], C[64];
+    for (uint l = 0; l < MSL_SIM_SIMD_WIDTH; ++l) {
+        uint at = lane_first_element.at[l];
+        vec_t<TA, 2> ea = ((const thread simdgroup_matrix<TA, 8, 8> *)(a + l * sa))->__e;
+        vec_t<TB, 2> eb = ((const thread simdgroup_matrix<TB, 8, 8> *)(b + l * sb))->__e;
+        vec_t<TC, 2> ec = ((const thread simdgroup_matrix<TC, 8, 8> *)(c + l * sc))->__e;
+        A[at] = (float)ea[0];
+        A[at + 1] = (float)ea[1];
+        B[at] = (float)eb[0];
+        B[at + 1] = (float)eb[1];
+        C[at] = (float)ec[0];
+        C[at + 1] = (float)ec[1];
+    }
+    TD D[64];
+    for (uint i = 0; i < 8; ++i) {
+        float acc[8];
+        for (uint j = 0; j < 8; ++j) acc[j] = C[i * 8 + j];
+        for (uint k = 0; k < 8; ++k) {
+            float x = A[i * 8 + k];
+            for (uint j = 0; j < 8; ++j) acc[j] = __builtin_fmaf(x, B[k * 8 + j], acc[j]);
+        }
+        for (uint j = 0; j < 8; ++j) {
+            float r = acc[j] != acc[j] ? __builtin_nanf("") : acc[j];
+            D[i * 8 + j] = (TD)r;
+        }
+    }
+    for (uint l = 0; l < MSL_SIM_SIMD_WIDTH; ++l) {
+        uint at = lane_first_element.at[l];
+        thread simdgroup_matrix<TD, 8, 8> *m = (thread simdgroup_matrix<TD, 8, 8> *)(d + l * sd);
+        m->__e = vec_t<TD, 2>{D[at], D[at + 1]};
+    }
+}
 }  // namespace __detail
 
 #define MSL_SIM_MAT_SITE() msl_sim_site __s = MSL_SIM_SITE(MSL_SIM_KIND_SIMD_MATRIX)
@@ -225,6 +269,11 @@ template <class TD, class TA, class TB, class TC>
 inline void simdgroup_multiply_accumulate(thread simdgroup_matrix<TD, 8, 8> &d, const thread simdgroup_matrix<TA, 8, 8> &a,
                                           const thread simdgroup_matrix<TB, 8, 8> &b, const thread simdgroup_matrix<TC, 8, 8> &c,
                                           MSL_SIM_SITE_ARGS) {
+    if (msl_sim_lanes_mode()) {
+        msl_sim_lanes_mma(&d, &a, &b, &c, &__detail::msl_sim_nan_raw_lanes_mma<TD, TA, TB, TC>,
+                          (const char *)(ulong)__file, __line, __col);
+        return;
+    }
     msl_sim_mma_finish finish = &__detail::msl_sim_nan_raw_mma_finish<TD>;
     msl_sim_mma *h = __detail::mma_record_inline(a, b, c, finish, __file, __line, __col);
     if (!h) {
