@@ -165,40 +165,54 @@ template <class TD> void msl_sim_nan_raw_mma_finish(msl_sim_mma *op, const float
     }
 }
 // Lanes mode's multiply-accumulate, once for the simdgroup: lane l's object of each operand
-// at base + l * stride. The same arithmetic, NaN handling and rounding as the finish above.
+// at base + l * stride. The same arithmetic, NaN handling and rounding as the finish above,
+// a row at a time in 8-wide vectors: row r of an operand is the two elements of the four
+// lanes that own it (row_lanes), row r of the result goes back to the same four lanes, so
+// the destination may be any of the operands (b is read whole first; a row of a or c is
+// read before the same row of d is written, and no other row shares its lanes).
+struct row_lane_table {
+    unsigned char at[8][4];   // the lane holding columns 2c, 2c + 1 of row r
+    constexpr row_lane_table() : at() {
+        for (uint l = 0; l < MSL_SIM_SIMD_WIDTH; ++l) at[lane_row(l)][lane_col0(l) / 2] = (unsigned char)l;
+    }
+};
+constexpr row_lane_table row_lanes{};
+typedef float lanes_f8 __attribute__((ext_vector_type(8)));
+typedef float lanes_f4 __attribute__((ext_vector_type(4)));
+typedef float lanes_f2 __attribute__((ext_vector_type(2)));
+template <class T>
+__attribute__((always_inline)) inline lanes_f8 lanes_row(const char *m, unsigned long stride, uint r) {
+    lanes_f2 part[4];
+#pragma unroll
+    for (uint c = 0; c < 4; ++c) {
+        vec_t<T, 2> e = ((const thread simdgroup_matrix<T, 8, 8> *)(m + row_lanes.at[r][c] * stride))->__e;
+        part[c] = lanes_f2{(float)e[0], (float)e[1]};
+    }
+    lanes_f4 lo = __builtin_shufflevector(part[0], part[1], 0, 1, 2, 3);
+    lanes_f4 hi = __builtin_shufflevector(part[2], part[3], 0, 1, 2, 3);
+    return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
+}
 template <class TD, class TA, class TB, class TC>
-void msl_sim_nan_raw_lanes_mma(char *d, unsigned long sd, const char *a, unsigned long sa,
-                               const char *b, unsigned long sb, const char *c, unsigned long sc) {
-    float A[64], B[64], C[64];
-    for (uint l = 0; l < MSL_SIM_SIMD_WIDTH; ++l) {
-        uint at = lane_first_element.at[l];
-        vec_t<TA, 2> ea = ((const thread simdgroup_matrix<TA, 8, 8> *)(a + l * sa))->__e;
-        vec_t<TB, 2> eb = ((const thread simdgroup_matrix<TB, 8, 8> *)(b + l * sb))->__e;
-        vec_t<TC, 2> ec = ((const thread simdgroup_matrix<TC, 8, 8> *)(c + l * sc))->__e;
-        A[at] = (float)ea[0];
-        A[at + 1] = (float)ea[1];
-        B[at] = (float)eb[0];
-        B[at + 1] = (float)eb[1];
-        C[at] = (float)ec[0];
-        C[at + 1] = (float)ec[1];
-    }
-    TD D[64];
+__attribute__((visibility("hidden"))) void msl_sim_nan_raw_lanes_mma(
+        char *d, unsigned long sd, const char *a, unsigned long sa, const char *b, unsigned long sb,
+        const char *c, unsigned long sc) {
+    lanes_f8 B[8];
+#pragma unroll
+    for (uint k = 0; k < 8; ++k) B[k] = lanes_row<TB>(b, sb, k);
+#pragma unroll
     for (uint i = 0; i < 8; ++i) {
-        float acc[8];
-        for (uint j = 0; j < 8; ++j) acc[j] = C[i * 8 + j];
-        for (uint k = 0; k < 8; ++k) {
-            float x = A[i * 8 + k];
-            for (uint j = 0; j < 8; ++j) acc[j] = __builtin_fmaf(x, B[k * 8 + j], acc[j]);
+        lanes_f8 A = lanes_row<TA>(a, sa, i), acc = lanes_row<TC>(c, sc, i);
+#pragma unroll
+        for (uint k = 0; k < 8; ++k) acc = __builtin_elementwise_fma((lanes_f8)A[k], B[k], acc);
+        float r[8];
+#pragma unroll
+        for (uint j = 0; j < 8; ++j) r[j] = acc[j] != acc[j] ? __builtin_nanf("") : acc[j];
+#pragma unroll
+        for (uint q = 0; q < 4; ++q) {
+            thread simdgroup_matrix<TD, 8, 8> *m =
+                (thread simdgroup_matrix<TD, 8, 8> *)(d + row_lanes.at[i][q] * sd);
+            m->__e = vec_t<TD, 2>{(TD)r[2 * q], (TD)r[2 * q + 1]};
         }
-        for (uint j = 0; j < 8; ++j) {
-            float r = acc[j] != acc[j] ? __builtin_nanf("") : acc[j];
-            D[i * 8 + j] = (TD)r;
-        }
-    }
-    for (uint l = 0; l < MSL_SIM_SIMD_WIDTH; ++l) {
-        uint at = lane_first_element.at[l];
-        thread simdgroup_matrix<TD, 8, 8> *m = (thread simdgroup_matrix<TD, 8, 8> *)(d + l * sd);
-        m->__e = vec_t<TD, 2>{D[at], D[at + 1]};
     }
 }
 }  // namespace __detail
