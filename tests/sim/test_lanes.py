@@ -6,6 +6,8 @@ same bytes, the same errors and the same faulting thread."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -281,6 +283,62 @@ def test_matrix_op_reached_through_different_calls_is_refused_in_lanes_mode(monk
     lib.split_calls(out, threads=32, group_size=32)
     want = m.reshape(8, 8).astype(np.float64) @ m.reshape(8, 8).astype(np.float64)
     np.testing.assert_allclose(out.reshape(8, 8), want, rtol=1e-5, atol=1e-5)
+
+
+# Lanes mode counts matrix loads/stores inline and adds them to the lane's count and site
+# hash at its next rendezvous: the same uniformity errors as fibers, which count each one.
+MATRIX_ERRORS = HEADER + """
+#include <metal_simdgroup_matrix>
+kernel void skips_a_load(device float* m [[buffer(0)]], uint lane [[thread_index_in_simdgroup]]) {
+    simdgroup_float8x8 a;
+    simdgroup_load(a, m);
+    if (lane != 5) simdgroup_load(a, m, 8, ulong2(0, 8));
+    m[128 + lane] = simd_sum(1.0f);
+}
+kernel void other_site(device float* m [[buffer(0)]], uint lane [[thread_index_in_simdgroup]]) {
+    simdgroup_float8x8 a;
+    if (lane < 16) simdgroup_load(a, m);
+    else simdgroup_load(a, m, 8);
+    simdgroup_store(a, m + 64);
+    m[128 + lane] = simd_sum(1.0f);
+}
+kernel void partial(device float* m [[buffer(0)]], uint lid [[thread_index_in_threadgroup]]) {
+    m[256 + lid] = simd_sum(1.0f);
+    simdgroup_float8x8 a;
+    simdgroup_load(a, m);
+    simdgroup_store(a, m + 64);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+}
+kernel void returns_early(device float* m [[buffer(0)]], uint lane [[thread_index_in_simdgroup]]) {
+    simdgroup_float8x8 a;
+    simdgroup_load(a, m);
+    m[128 + lane] = simd_sum(1.0f);
+    if (lane == 9) return;
+    simdgroup_store(a, m + 64);
+}
+"""
+
+
+@pytest.mark.parametrize("name, group, message", [
+    ("skips_a_load", 32, r"lane 0 executed 2 load\(s\)/store\(s\) \(last: simdgroup_load at "
+                         r"lanes_matrix_errors.metal:8:20\) .* lane 5 executed 1 \(last: "
+                         r"simdgroup_load at lanes_matrix_errors.metal:7:5\)"),
+    ("other_site", 32, "divergent simdgroup_matrix ops in simdgroup 0"),
+    ("partial", 48, "inactive lanes .* in a simdgroup of 16 lane"),
+    ("returns_early", 32, "divergent simdgroup_matrix ops in simdgroup 0"),
+])
+def test_matrix_uniformity_errors_match_fibers(monkeypatch, name, group, message):
+    lib = sim.compile_shader(MATRIX_ERRORS, name="lanes_matrix_errors.metal")
+    kernel = getattr(lib, name)
+    assert kernel.lanes, name
+
+    def run():
+        return _error(lambda: kernel(np.zeros(512, np.float32), threads=group, group_size=group))
+
+    fibers, lanes = _both(monkeypatch, run)
+    assert type(lanes) is type(fibers)
+    assert str(lanes) == str(fibers)
+    assert re.search(message, str(lanes)), str(lanes)
 
 
 MATRIX_AND_BIG = HEADER + """

@@ -16,9 +16,17 @@
 //   error: it starts the next pass or blocks the simdgroup while its lanes wait at a
 //   threadgroup barrier; then it dispatches on that lane's resume slot.
 //
+// simdgroup_matrix ops take the shim's lanes path (msl_sim_lanes_mode() is 1 here, 0 in
+// every other function): matrix.cpp counts loads and stores inline and makes runs of
+// multiply-accumulates rendezvous computed once per simdgroup. The 32 copies of each stack
+// object lie side by side, in the runtime's memory when they are too large for the stack.
+//
 // Kernels it does not handle keep only their per-thread entry (the runtime then uses
-// fibers): simdgroup_matrix ops, dynamic stack allocations, indirect calls, per-lane stack
-// objects over LANES_STACK_LIMIT bytes. The per-thread entry is left unchanged.
+// fibers): dynamic stack allocations, indirect calls, matrix operands that are not stack
+// objects, per-lane stack objects over LANES_HEAP_LIMIT bytes. The per-thread entry is left
+// unchanged.
+#include "pass.h"
+
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Analysis/ValueTracking.h"
@@ -42,11 +50,26 @@
 #include <set>
 #include <string>
 
+namespace lanes_pass {
+const char *const LANES_MMA = "msl_sim_lanes_mma";
+
+bool isNamed(const Function *f, const char *name) { return f && f->getName() == name; }
+
+FunctionCallee runtimeFn(Module &m, StringRef name, FunctionType *type) {
+    FunctionCallee fn = m.getOrInsertFunction(name, type);
+    if (auto *f = dyn_cast<Function>(fn.getCallee())) {
+        f->addFnAttr(Attribute::NonLazyBind);
+        f->addFnAttr(Attribute::NoUnwind);
+    }
+    return fn;
+}
+}  // namespace lanes_pass
+
 using namespace llvm;
+using namespace lanes_pass;
 
 namespace {
 
-constexpr unsigned LANES = 32;
 constexpr uint64_t LANES_STACK_LIMIT = 192 * 1024;   // all lanes' stack objects, on the stack
 constexpr uint64_t LANES_HEAP_LIMIT = 16 << 20;      // in the runtime's memory (lanes.c)
 
@@ -66,15 +89,12 @@ const char *const FIBERS_ONLY[] = {"msl_sim_mma_record", "msl_sim_mma_wait", "ms
 // The shim's lanes-mode switch (1 in a lanes entry, 0 everywhere else) and its
 // multiply-accumulate, which the pass makes a rendezvous computed once per simdgroup.
 const char *const LANES_MODE = "msl_sim_lanes_mode";
-const char *const LANES_MMA = "msl_sim_lanes_mma";
 // A run of multiply-accumulates: published like a simdgroup barrier (the runtime counts it
 // as a matrix op and checks that every lane is live); the lane that releases it computes
 // the run for the simdgroup.
 const Rendezvous MATRIX = {"msl_sim_lanes_mma", "msl_sim_lanes_matrix", nullptr};
 const char *const ENTRY_PREFIX = "__msl_sim_entry_";
 const char *const LANES_PREFIX = "__msl_sim_lanes_";
-
-bool isNamed(const Function *f, const char *name) { return f && f->getName() == name; }
 
 const Rendezvous *rendezvousOf(const Function *f) {
     if (!f) return nullptr;
@@ -196,17 +216,6 @@ bool liveAcross(Instruction &v, const SmallPtrSetImpl<BasicBlock *> &resume) {
     return false;
 }
 
-// A runtime entry point, declared as clang declares them under -fno-plt (called through
-// the GOT, not a PLT stub).
-FunctionCallee runtimeFn(Module &m, StringRef name, FunctionType *type) {
-    FunctionCallee fn = m.getOrInsertFunction(name, type);
-    if (auto *f = dyn_cast<Function>(fn.getCallee())) {
-        f->addFnAttr(Attribute::NonLazyBind);
-        f->addFnAttr(Attribute::NoUnwind);
-    }
-    return fn;
-}
-
 std::string transform(Function &g, Argument *threadArg) {
     Module &m = *g.getParent();
     LLVMContext &ctx = m.getContext();
@@ -238,60 +247,19 @@ std::string transform(Function &g, Argument *threadArg) {
         threadArg->replaceAllUsesWith(tb.CreateCall(info, {}, "thread"));
     }
 
+    // Matrix loads, stores and fills: counted inline (matrix.cpp).
+    MatrixCounts counts = inlineMatrixArrivals(g);
+
     // Split every rendezvous call into its own block; the code after it starts a resume block.
     struct Site {
         CallInst *call;
         const Rendezvous *kind;
         BasicBlock *resume;
     };
-    // Multiply-accumulates (the shim's lanes path): a run of them with nothing but address
-    // arithmetic between is one rendezvous, at the run's first call, and each op of the run
-    // is computed once for the simdgroup, from the lanes' objects: each operand must be a
-    // stack object at a fixed offset (the same place in every lane's copy).
-    struct Operand {
-        AllocaInst *object;
-        uint64_t offset;
-    };
-    struct Mma {
-        Function *op;
-        Operand x[4];   // d, a, b, c
-    };
-    struct Run {
-        CallInst *head;
-        SmallVector<Mma, 8> ops;
-    };
+    // Runs of multiply-accumulates (matrix.cpp): each one rendezvous, at its first call.
     SmallVector<Run, 16> runs;
-    SmallVector<CallInst *, 64> members;   // the calls after each run's head
-    for (BasicBlock &b : g) {
-        int run = -1;
-        for (Instruction &i : b) {
-            auto *c = dyn_cast<CallInst>(&i);
-            if (c && isNamed(c->getCalledFunction(), LANES_MMA)) {
-                Mma op;
-                op.op = dyn_cast<Function>(c->getArgOperand(4)->stripPointerCasts());
-                if (!op.op) return "a multiply-accumulate through a computed function";
-                for (unsigned k = 0; k < 4; ++k) {
-                    int64_t offset = 0;
-                    Value *base = GetPointerBaseWithConstantOffset(c->getArgOperand(k), offset, dl);
-                    auto *a = dyn_cast<AllocaInst>(base);
-                    if (!a || offset < 0) return "a matrix operand that is not a stack object";
-                    op.x[k] = {a, (uint64_t)offset};
-                }
-                if (run < 0) {
-                    runs.push_back({c, {}});
-                    run = (int)runs.size() - 1;
-                } else {
-                    members.push_back(c);
-                }
-                runs[run].ops.push_back(op);
-                continue;
-            }
-            if (run >= 0 && !i.isTerminator() && !i.mayHaveSideEffects() && !i.mayReadFromMemory())
-                continue;
-            run = -1;
-        }
-    }
-    for (CallInst *c : members) c->eraseFromParent();
+    std::string why = formRuns(g, runs);
+    if (!why.empty()) return why;
     // Where a lane publishes its run's site (its own copy, like every stack object).
     AllocaInst *siteSlot = nullptr;
     StructType *siteTy = StructType::get(ctx, {ptr, i32, i32, i32});
@@ -345,13 +313,13 @@ std::string transform(Function &g, Argument *threadArg) {
     IRBuilder<> eb(entry);
     SmallVector<AllocaInst *, 64> allocas;
     for (Instruction &i : *oldEntry)
-        if (auto *a = dyn_cast<AllocaInst>(&i)) allocas.push_back(a);
+        if (auto *a = dyn_cast<AllocaInst>(&i))
+            if (std::find(counts.slots.begin(), counts.slots.end(), a) == counts.slots.end())
+                allocas.push_back(a);
+    for (AllocaInst *a : counts.slots) a->moveBefore(*entry, entry->begin());
     // The 32 copies of each stack object side by side (lane l's at block + l * stride): a
     // simdgroup-wide op, and the lanes running one stretch of code in turn, touch adjacent
     // memory.
-    struct Place {
-        uint64_t block, stride;
-    };
     uint64_t total = 0;
     SmallVector<std::pair<AllocaInst *, Place>, 64> places;
     DenseMap<AllocaInst *, Place> placeOf;
@@ -377,24 +345,6 @@ std::string transform(Function &g, Argument *threadArg) {
         FunctionCallee heap =
             runtimeFn(m, "msl_sim_lanes_frames", FunctionType::get(ptr, {i64}, false));
         frames = eb.CreateCall(heap, {ConstantInt::get(i64, total)}, "lanes.frames");
-    }
-    // Each run's ops, resolved to their operands' places (the objects go below).
-    struct PlacedOp {
-        Function *op;
-        uint64_t at[4], stride[4];
-    };
-    SmallVector<SmallVector<PlacedOp, 8>, 16> placedRuns;
-    for (Run &run : runs) {
-        placedRuns.emplace_back();
-        for (Mma &op : run.ops) {
-            PlacedOp placed{op.op, {}, {}};
-            for (unsigned k = 0; k < 4; ++k) {
-                Place pl = placeOf.lookup(op.x[k].object);
-                placed.at[k] = pl.block + op.x[k].offset;
-                placed.stride[k] = pl.stride;
-            }
-            placedRuns.back().push_back(placed);
-        }
     }
     AllocaInst *resumeSlots = eb.CreateAlloca(ArrayType::get(i32, LANES), nullptr, "lanes.at");
     resumeSlots->setAlignment(Align(16));
@@ -461,6 +411,7 @@ std::string transform(Function &g, Argument *threadArg) {
     lane->addIncoming(l, found);
     lane->addIncoming(asks, asked);
     Value *lane64 = bb.CreateZExt(lane, i64);
+    resetMatrixCounts(bb, counts, lane);
     DenseMap<uint64_t, Value *> laneOffset;   // lane * stride, by stride
     Value *siteAt = nullptr;                  // the lane's copy of siteSlot
     for (auto &[a, place] : places) {
@@ -501,6 +452,7 @@ std::string transform(Function &g, Argument *threadArg) {
     for (Site &s : sites) {
         ++index;
         sw->addCase(cast<ConstantInt>(ConstantInt::get(i32, index)), s.resume);
+        flushMatrixCounts(counts, s.call);   // its matrix ops since it resumed
         BasicBlock *b = s.call->getParent();
         IRBuilder<> cb(s.call);
         if (s.kind == &MATRIX) {
@@ -521,14 +473,7 @@ std::string transform(Function &g, Argument *threadArg) {
             Value *ok = kb.CreateCall(checkFn, {resumeSlots, ConstantInt::get(i32, index), siteAt});
             kb.CreateCondBr(kb.CreateICmpNE(ok, ConstantInt::get(i32, 0)), ops, head);
             IRBuilder<> ob(ops);
-            for (const PlacedOp &op : placedRuns[runOf.lookup(c)]) {
-                SmallVector<Value *, 8> args;
-                for (unsigned k = 0; k < 4; ++k) {
-                    args.push_back(ob.CreateInBoundsGEP(i8, frames, ConstantInt::get(i64, op.at[k])));
-                    args.push_back(ConstantInt::get(i64, op.stride[k]));
-                }
-                ob.CreateCall(op.op->getFunctionType(), op.op, args)->setDebugLoc(c->getDebugLoc());
-            }
+            emitRun(ob, frames, runs[runOf.lookup(c)], placeOf, c->getDebugLoc());
             ob.CreateBr(head);
             b->getTerminator()->eraseFromParent();
             c->eraseFromParent();
@@ -555,6 +500,7 @@ std::string transform(Function &g, Argument *threadArg) {
         if (&b != done)
             if (auto *r = dyn_cast<ReturnInst>(b.getTerminator())) rets.push_back(r);
     for (ReturnInst *r : rets) {
+        flushMatrixCounts(counts, r);
         IRBuilder<> rb(r);
         rb.CreateCall(ret, {})->setDebugLoc(r->getDebugLoc());
         rb.CreateBr(head);

@@ -20,6 +20,8 @@ from msltrans.sim.cache import cache_dir, temp_output, tree_hash
 from msltrans.sim.compiler import Compiler, shell_command
 
 SOURCE = Path(__file__).with_name("lanes_pass.cpp")
+# The pass's other parts: compiled with SOURCE (the .cpp files) and part of its identity.
+PARTS = (Path(__file__).with_name("matrix.cpp"), Path(__file__).with_name("pass.h"))
 
 
 def _llvm_config(compiler: Compiler) -> str | None:
@@ -50,7 +52,7 @@ def _cxx_flags(llvm_config: str) -> list[str] | None:
 
 
 def _key(compiler: Compiler) -> str:
-    return tree_hash([SOURCE])[:16] + "-" + compiler.identity[:12]
+    return tree_hash([SOURCE, *PARTS])[:16] + "-" + compiler.identity[:12]
 
 
 @functools.lru_cache(maxsize=4)
@@ -83,7 +85,7 @@ def plugin(compiler: Compiler) -> Path | None:
         return None
     tmp = temp_output(path)
     argv = [*compiler.argv, "-x", "c++", *flags, "-O2", "-fPIC", "-shared", "-o", str(tmp),
-            str(SOURCE)]
+            str(SOURCE), *(str(part) for part in PARTS if part.suffix == ".cpp")]
     result = subprocess.run(argv, capture_output=True, text=True)
     if result.returncode != 0:
         tmp.unlink(missing_ok=True)

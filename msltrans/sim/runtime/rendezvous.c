@@ -78,6 +78,12 @@ void msl_sim_matrix_returned(msl_sim_worker *w, msl_sim_fiber *f, const msl_sim_
     fail_here(w, f, MSL_SIM_ERR_FAIL, msg);
 }
 
+/* The sites of a lane's matrix ops since the last check, hashed as h = h * P + (file ^ lck)
+   per op: a run of ops hashed from 0 continues a hash h as h * P^n + its own (lanes mode
+   keeps a run's count and hash in registers and adds them at the next rendezvous,
+   msl_sim_lanes_matrix_flush). */
+#define MATRIX_HASH_P 0x100000001b3ull
+
 /* Counts a matrix op of lane `f` (and fails one in a partial simdgroup at once). */
 static inline __attribute__((always_inline)) void note(msl_sim_worker *w, msl_sim_fiber *f,
                                                        const msl_sim_site *site) {
@@ -86,8 +92,7 @@ static inline __attribute__((always_inline)) void note(msl_sim_worker *w, msl_si
     f->matrix_count++;
     unsigned long long lck =
         (unsigned long long)site->line << 40 | (unsigned long long)site->column << 16 | site->kind;
-    f->matrix_hash = (f->matrix_hash ^ (unsigned long long)(uintptr_t)site->file ^ lck)
-                     * 0x100000001b3ull;
+    f->matrix_hash = f->matrix_hash * MATRIX_HASH_P + ((unsigned long long)(uintptr_t)site->file ^ lck);
     f->matrix_file = site->file;
     f->matrix_lck = lck;
     if (__builtin_expect(w->profile != NULL, 0)) msl_sim_profile_matrix(w, f, site);
@@ -327,6 +332,26 @@ int msl_sim_lanes_matrix(const msl_sim_site *site) {
     if (sg->live != sg->lanes) msl_sim_matrix_returned(w, f, site, sg->live);
     exchange(w, f, site, NULL, 0);
     return sg->waiting == 0 && !w->report.kind;
+}
+
+/* Lanes mode: the lanes pass counts a lane's matrix loads, stores and fills inline and adds
+   them here before the lane's next rendezvous or return: their count, their sites' hash
+   from 0 (note()), the first one's site (a partial simdgroup fails there, as at once on
+   fibers) and the last one's (for divergence reports). */
+void msl_sim_lanes_matrix_flush(unsigned count, unsigned long long hash,
+                                const msl_sim_site *first, const msl_sim_site *last) {
+    msl_sim_worker *w = msl_sim_self();
+    msl_sim_fiber *f = msl_sim_self_fiber(w);
+    if (__builtin_expect(!f->full_sg, 0)) partial_simdgroup(w, f, first);
+    w->sgs[f->sg].matrix_used = 1;
+    f->matrix_count += count;
+    unsigned long long scale = 1, p = MATRIX_HASH_P;
+    for (unsigned n = count; n; n >>= 1, p *= p)
+        if (n & 1) scale *= p;
+    f->matrix_hash = f->matrix_hash * scale + hash;
+    f->matrix_file = last->file;
+    f->matrix_lck = (unsigned long long)last->line << 40 | (unsigned long long)last->column << 16
+                    | last->kind;
 }
 
 /* After msl_sim_lanes_matrix released: 1 if every lane stopped at the lanes pass's call

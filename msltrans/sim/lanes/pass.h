@@ -1,0 +1,70 @@
+// msltrans simulator's lanes pass: what its two parts share (lanes_pass.cpp makes a
+// simdgroup one function; matrix.cpp gives that function its simdgroup_matrix ops).
+#ifndef MSLTRANS_LANES_PASS_H
+#define MSLTRANS_LANES_PASS_H
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/Module.h"
+
+#include <string>
+
+namespace lanes_pass {
+using namespace llvm;
+
+constexpr unsigned LANES = 32;
+// The shim's multiply-accumulate in lanes mode (abi.h, msl_sim_lanes_mma).
+extern const char *const LANES_MMA;
+
+bool isNamed(const Function *f, const char *name);
+// A runtime entry point, declared as clang declares them under -fno-plt.
+FunctionCallee runtimeFn(Module &m, StringRef name, FunctionType *type);
+
+// ---- matrix.cpp ----------------------------------------------------------------------
+// Matrix loads, stores and fills (msl_sim_matrix_arrive, which counts each and hashes its
+// site for the uniformity check), counted inline: from where a lane resumes to its next
+// rendezvous or return in slots of the call (not per lane), then added to the lane's count
+// by msl_sim_lanes_matrix_flush (runtime rendezvous.c).
+struct MatrixCounts {
+    AllocaInst *lane = nullptr;   // the running lane's index (the calls' result); null: none
+    AllocaInst *count = nullptr, *hash = nullptr, *first = nullptr, *last = nullptr;
+    SmallVector<AllocaInst *, 8> slots;   // all of the above: per call, never per lane
+};
+// Replaces g's msl_sim_matrix_arrive calls when every one's site is constant (else keeps
+// them all: the runtime counts them, slower).
+MatrixCounts inlineMatrixArrivals(Function &g);
+// Where a lane resumes: its index, and nothing counted yet.
+void resetMatrixCounts(IRBuilder<> &b, const MatrixCounts &counts, Value *lane);
+// Before a rendezvous or return: what the lane counted, if anything, to the runtime.
+void flushMatrixCounts(const MatrixCounts &counts, Instruction *before);
+
+// Runs of multiply-accumulates (the shim's lanes path, msl_sim_lanes_mma) with nothing but
+// address arithmetic between: one rendezvous each, at its first call, and each op of the
+// run computed once for the simdgroup from the lanes' objects (each operand a stack object
+// at a fixed offset, the same place in every lane's copy).
+struct Operand {
+    AllocaInst *object;
+    uint64_t offset;
+};
+struct Mma {
+    Function *op;
+    Operand x[4];   // d, a, b, c
+};
+struct Run {
+    CallInst *head;   // stays: the rendezvous; the run's other calls are gone
+    SmallVector<Mma, 8> ops;
+};
+std::string formRuns(Function &g, SmallVectorImpl<Run> &runs);
+// Where each stack object's 32 copies are: lane l's at frames + block + l * stride.
+struct Place {
+    uint64_t block, stride;
+};
+// The run's ops on the lanes' copies, once (the caller's block, at b's insertion point).
+void emitRun(IRBuilder<> &b, Value *frames, const Run &run,
+             const DenseMap<AllocaInst *, Place> &placeOf, DebugLoc loc);
+
+}  // namespace lanes_pass
+#endif
