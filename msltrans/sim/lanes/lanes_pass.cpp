@@ -412,15 +412,26 @@ std::string transform(Function &g, Argument *threadArg) {
     lane->addIncoming(asks, asked);
     Value *lane64 = bb.CreateZExt(lane, i64);
     resetMatrixCounts(bb, counts, lane);
-    DenseMap<uint64_t, Value *> laneOffset;   // lane * stride, by stride
-    Value *siteAt = nullptr;                  // the lane's copy of siteSlot
+    // Each use of a stack object computes the lane's copy where it is (a value the lanes'
+    // code carries from the loop head would be one more register, or spill, per object).
+    Value *siteAt = nullptr;   // the lane's copy of siteSlot
     for (auto &[a, place] : places) {
-        Value *&offset = laneOffset[place.stride];
-        if (!offset) offset = bb.CreateMul(lane64, ConstantInt::get(i64, place.stride));
-        Value *at = bb.CreateInBoundsGEP(
-            i8, frames, bb.CreateAdd(offset, ConstantInt::get(i64, place.block)), a->getName() + ".lane");
-        if (a == siteSlot) siteAt = at;
-        a->replaceAllUsesWith(at);
+        auto copyAt = [&, &place = place](IRBuilder<> &ub) {
+            Value *offset = ub.CreateMul(lane64, ConstantInt::get(i64, place.stride));
+            return ub.CreateInBoundsGEP(
+                i8, frames, ub.CreateAdd(offset, ConstantInt::get(i64, place.block)));
+        };
+        if (a == siteSlot) siteAt = copyAt(bb);
+        SmallVector<Use *, 16> uses;
+        for (Use &u : a->uses()) uses.push_back(&u);
+        for (Use *u : uses) {
+            auto *user = cast<Instruction>(u->getUser());
+            Instruction *where = user;
+            if (auto *phi = dyn_cast<PHINode>(user))
+                where = phi->getIncomingBlock(*u)->getTerminator();
+            IRBuilder<> ub(where);
+            u->set(copyAt(ub));
+        }
         a->eraseFromParent();
     }
     // A SIMD op's result, as clang returns msl_sim_simd_result ({slots, active | lane << 32}):
