@@ -456,14 +456,16 @@ std::string transform(Function &g, Argument *threadArg) {
     SwitchInst *sw = bb.CreateSwitch(at, oldEntry, sites.size());
 
     // Each rendezvous: publish, remember where to resume, back to the loop head.
-    FunctionCallee matrixFn = runtimeFn(m, MATRIX.lanes, FunctionType::get(i32, {ptr}, false));
+    FunctionCallee matrixFn =
+        runtimeFn(m, MATRIX.lanes, FunctionType::get(i32, {ptr, i32, i64, ptr, ptr}, false));
     FunctionCallee checkFn = runtimeFn(m, "msl_sim_lanes_matrix_check",
-                                       FunctionType::get(i32, {ptr, i32, ptr}, false));
+                                       FunctionType::get(i32, {ptr, i32, ptr, i32}, false));
     unsigned index = 0;
     for (Site &s : sites) {
         ++index;
         sw->addCase(cast<ConstantInt>(ConstantInt::get(i32, index)), s.resume);
-        flushMatrixCounts(counts, s.call);   // its matrix ops since it resumed
+        // Its matrix loads and stores since it resumed (a run's publish takes them along).
+        if (s.kind != &MATRIX) flushMatrixCounts(counts, s.call);
         BasicBlock *b = s.call->getParent();
         IRBuilder<> cb(s.call);
         if (s.kind == &MATRIX) {
@@ -475,13 +477,17 @@ std::string transform(Function &g, Argument *threadArg) {
             cb.CreateStore(c->getArgOperand(7), cb.CreateStructGEP(siteTy, siteAt, 2));
             cb.CreateStore(ConstantInt::get(i32, 4), cb.CreateStructGEP(siteTy, siteAt, 3));
             cb.CreateStore(ConstantInt::get(i32, index), slot);
-            CallInst *released = cb.CreateCall(matrixFn, {siteAt});
+            SmallVector<Value *, 5> args{siteAt};
+            matrixCounts(cb, counts, args);
+            CallInst *released = cb.CreateCall(matrixFn, args);
             released->setDebugLoc(c->getDebugLoc());
             BasicBlock *check = BasicBlock::Create(ctx, "lanes.mma.check", &g);
             BasicBlock *ops = BasicBlock::Create(ctx, "lanes.mma.run", &g);
             cb.CreateCondBr(cb.CreateICmpNE(released, ConstantInt::get(i32, 0)), check, head);
             IRBuilder<> kb(check);
-            Value *ok = kb.CreateCall(checkFn, {resumeSlots, ConstantInt::get(i32, index), siteAt});
+            Value *ok = kb.CreateCall(
+                checkFn, {resumeSlots, ConstantInt::get(i32, index), siteAt,
+                          ConstantInt::get(i32, runs[runOf.lookup(c)].ops.size())});
             kb.CreateCondBr(kb.CreateICmpNE(ok, ConstantInt::get(i32, 0)), ops, head);
             IRBuilder<> ob(ops);
             emitRun(ob, frames, runs[runOf.lookup(c)], placeOf, c->getDebugLoc());

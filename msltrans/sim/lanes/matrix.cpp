@@ -156,6 +156,17 @@ void flushMatrixCounts(const MatrixCounts &counts, Instruction *before) {
         ->setDebugLoc(before->getDebugLoc());
 }
 
+void matrixCounts(IRBuilder<> &b, const MatrixCounts &counts, SmallVectorImpl<Value *> &args) {
+    PointerType *ptr = b.getPtrTy();
+    if (!counts.lane) {
+        args.append({b.getInt32(0), b.getInt64(0), ConstantPointerNull::get(ptr),
+                     ConstantPointerNull::get(ptr)});
+        return;
+    }
+    args.append({b.CreateLoad(b.getInt32Ty(), counts.count), b.CreateLoad(b.getInt64Ty(), counts.hash),
+                 b.CreateLoad(ptr, counts.first), b.CreateLoad(ptr, counts.last)});
+}
+
 std::string formRuns(Function &g, SmallVectorImpl<Run> &runs) {
     const DataLayout &dl = g.getParent()->getDataLayout();
     SmallVector<CallInst *, 64> members;   // the calls after each run's head

@@ -40,6 +40,9 @@ MatrixCounts inlineMatrixArrivals(Function &g);
 void resetMatrixCounts(IRBuilder<> &b, const MatrixCounts &counts, Value *lane);
 // Before a rendezvous or return: what the lane counted, if anything, to the runtime.
 void flushMatrixCounts(const MatrixCounts &counts, Instruction *before);
+// What the lane counted, as msl_sim_lanes_matrix takes it after the site: count, hash,
+// first and last site (0 and nulls where nothing is counted inline), appended to `args`.
+void matrixCounts(IRBuilder<> &b, const MatrixCounts &counts, SmallVectorImpl<Value *> &args);
 
 // Runs of multiply-accumulates (the shim's lanes path, msl_sim_lanes_mma) with nothing but
 // address arithmetic between: one rendezvous each, at its first call, and each op of the

@@ -291,8 +291,7 @@ unsigned msl_sim_mma_wait(msl_sim_mma *h, const msl_sim_site *site) {
    records are complete, and the next op of every lane is the simdgroup's first again. */
 void msl_sim_mma_restart(msl_sim_worker *w, unsigned index) {
     msl_sim_simdgroup *sg = &w->sgs[index];
-    if (!sg->n_ops) return;
-    msl_sim_mma_clear(sg);
+    msl_sim_mma_clear(sg);   /* (lanes mode counts ops in mma.seq without records) */
     msl_sim_fiber *lanes = &w->fibers[index * MSL_SIM_SIMD_WIDTH];
     for (unsigned l = 0; l < sg->lanes; l++) lanes[l].mma.seq = 0;
 }

@@ -320,14 +320,19 @@ void msl_sim_lanes_simdgroup_barrier(const msl_sim_site *site, unsigned flags) {
 }
 
 /* Lanes mode's multiply-accumulate (the lanes pass makes msl_sim_lanes_mma a rendezvous):
-   counted like a matrix load, and every lane must still be live. Returns 1 to the lane
+   first the lane's matrix loads and stores since it resumed (msl_sim_lanes_matrix_flush's
+   arguments); the simdgroup must be whole and every lane still live. Returns 1 to the lane
    whose arrival released it: the pass then checks that every lane stopped at the same call
    (msl_sim_lanes_matrix_check) and computes the op, and the run of multiply-accumulates
    that follows it, for the simdgroup. */
-int msl_sim_lanes_matrix(const msl_sim_site *site) {
+void msl_sim_lanes_matrix_flush(unsigned count, unsigned long long hash,
+                                const msl_sim_site *first, const msl_sim_site *last);
+int msl_sim_lanes_matrix(const msl_sim_site *site, unsigned count, unsigned long long hash,
+                         const msl_sim_site *first, const msl_sim_site *last) {
     msl_sim_worker *w = msl_sim_self();
     msl_sim_fiber *f = msl_sim_self_fiber(w);
-    note(w, f, site);
+    if (count) msl_sim_lanes_matrix_flush(count, hash, first, last);
+    if (__builtin_expect(!f->full_sg, 0)) partial_simdgroup(w, f, site);
     msl_sim_simdgroup *sg = &w->sgs[f->sg];
     if (sg->live != sg->lanes) msl_sim_matrix_returned(w, f, site, sg->live);
     exchange(w, f, site, NULL, 0);
@@ -355,10 +360,12 @@ void msl_sim_lanes_matrix_flush(unsigned count, unsigned long long hash,
 }
 
 /* After msl_sim_lanes_matrix released: 1 if every lane stopped at the lanes pass's call
-   `index` (resume: the lanes' resume slots), else the error (lanes at different calls of
+   `index` (resume: the lanes' resume slots; then each lane counts the run's `ops`
+   multiply-accumulates), else the error (lanes at different calls of
    one source site, which fibers would accept as one op: lanes mode computes one call's
    operands for all lanes, so it refuses). */
-int msl_sim_lanes_matrix_check(const int *resume, int index, const msl_sim_site *site) {
+int msl_sim_lanes_matrix_check(const int *resume, int index, const msl_sim_site *site,
+                               unsigned ops) {
     msl_sim_worker *w = msl_sim_self();
     unsigned s = w->cur_sg;
     for (unsigned l = 0; l < w->sgs[s].lanes; l++) {
@@ -373,6 +380,9 @@ int msl_sim_lanes_matrix_check(const int *resume, int index, const msl_sim_site 
         msl_sim_note_thread(w, &w->fibers[s * MSL_SIM_SIMD_WIDTH + l]);
         return 0;
     }
+    /* Every lane made the run's `ops` multiply-accumulates (counted as on fibers). */
+    for (unsigned l = 0; l < w->sgs[s].lanes; l++) w->fibers[s * MSL_SIM_SIMD_WIDTH + l].mma.seq += ops;
+    w->sgs[s].matrix_used = 1;
     return 1;
 }
 
