@@ -29,7 +29,6 @@
 
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/SmallVector.h"
-#include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/CFG.h"
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/IRBuilder.h"
@@ -89,9 +88,9 @@ const char *const FIBERS_ONLY[] = {"msl_sim_mma_record", "msl_sim_mma_wait", "ms
 // The shim's lanes-mode switch (1 in a lanes entry, 0 everywhere else) and its
 // multiply-accumulate, which the pass makes a rendezvous computed once per simdgroup.
 const char *const LANES_MODE = "msl_sim_lanes_mode";
-// A run of multiply-accumulates: published like a simdgroup barrier (the runtime counts it
-// as a matrix op and checks that every lane is live); the lane that releases it computes
-// the run for the simdgroup.
+// A run of multiply-accumulates: published like a simdgroup barrier, with the lane's counted
+// matrix loads and stores (the runtime checks that the simdgroup is whole and every lane
+// live); the lane that releases it computes the run for the simdgroup.
 const Rendezvous MATRIX = {"msl_sim_lanes_mma", "msl_sim_lanes_matrix", nullptr};
 const char *const ENTRY_PREFIX = "__msl_sim_entry_";
 const char *const LANES_PREFIX = "__msl_sim_lanes_";

@@ -45,6 +45,10 @@ bool constantSite(AllocaInst *a, CallInst *call, Constant *field[4]) {
     }
     for (unsigned k = 0; k < 4; ++k) field[k] = nullptr;
     for (Instruction *i = call->getPrevNode(); i; i = i->getPrevNode()) {
+        if (auto *ii = dyn_cast<IntrinsicInst>(i))   // what was stored before is gone
+            if (ii->getIntrinsicID() == Intrinsic::lifetime_start &&
+                getUnderlyingObject(ii->getArgOperand(1)) == a)
+                break;
         auto *st = dyn_cast<StoreInst>(i);
         if (!st) continue;
         int64_t offset = 0;
@@ -112,12 +116,14 @@ MatrixCounts inlineMatrixArrivals(Function &g) {
             uint64_t lck = cast<ConstantInt>(ar.field[1])->getZExtValue() << 40 |
                            cast<ConstantInt>(ar.field[2])->getZExtValue() << 16 |
                            cast<ConstantInt>(ar.field[3])->getZExtValue();
-            Value *x = ib.CreateXor(ib.CreatePtrToInt(ar.field[0], i64), ConstantInt::get(i64, lck));
+            Value *x =
+                ib.CreateXor(ib.CreatePtrToInt(ar.field[0], i64), ConstantInt::get(i64, lck));
             Value *count = ib.CreateLoad(i32, mCount);
             Value *first = ib.CreateICmpEQ(count, ConstantInt::get(i32, 0));
             ib.CreateStore(ib.CreateSelect(first, site, ib.CreateLoad(ptr, mFirst)), mFirst);
             ib.CreateStore(ib.CreateAdd(count, ConstantInt::get(i32, 1)), mCount);
-            Value *hash = ib.CreateMul(ib.CreateLoad(i64, mHash), ConstantInt::get(i64, 0x100000001b3ull));
+            Value *hash =
+                ib.CreateMul(ib.CreateLoad(i64, mHash), ConstantInt::get(i64, 0x100000001b3ull));
             ib.CreateStore(ib.CreateAdd(hash, x), mHash);
             ib.CreateStore(site, mLast);
             c->replaceAllUsesWith(ib.CreateLoad(i32, laneSlot));
@@ -163,8 +169,9 @@ void matrixCounts(IRBuilder<> &b, const MatrixCounts &counts, SmallVectorImpl<Va
                      ConstantPointerNull::get(ptr)});
         return;
     }
-    args.append({b.CreateLoad(b.getInt32Ty(), counts.count), b.CreateLoad(b.getInt64Ty(), counts.hash),
-                 b.CreateLoad(ptr, counts.first), b.CreateLoad(ptr, counts.last)});
+    args.append({b.CreateLoad(b.getInt32Ty(), counts.count),
+                 b.CreateLoad(b.getInt64Ty(), counts.hash), b.CreateLoad(ptr, counts.first),
+                 b.CreateLoad(ptr, counts.last)});
 }
 
 std::string formRuns(Function &g, SmallVectorImpl<Run> &runs) {
@@ -210,8 +217,8 @@ void emitRun(IRBuilder<> &b, Value *frames, const Run &run,
         SmallVector<Value *, 8> args;
         for (unsigned k = 0; k < 4; ++k) {
             Place place = placeOf.lookup(op.x[k].object);
-            args.push_back(b.CreateInBoundsGEP(b.getInt8Ty(), frames,
-                                               ConstantInt::get(i64, place.block + op.x[k].offset)));
+            Value *at = ConstantInt::get(i64, place.block + op.x[k].offset);
+            args.push_back(b.CreateInBoundsGEP(b.getInt8Ty(), frames, at));
             args.push_back(ConstantInt::get(i64, place.stride));
         }
         b.CreateCall(op.op->getFunctionType(), op.op, args)->setDebugLoc(loc);

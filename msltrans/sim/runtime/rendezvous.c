@@ -80,7 +80,7 @@ void msl_sim_matrix_returned(msl_sim_worker *w, msl_sim_fiber *f, const msl_sim_
 
 /* The sites of a lane's matrix ops since the last check, hashed as h = h * P + (file ^ lck)
    per op: a run of ops hashed from 0 continues a hash h as h * P^n + its own (lanes mode
-   keeps a run's count and hash in registers and adds them at the next rendezvous,
+   counts a lane's ops between rendezvous inline and adds them at the next one,
    msl_sim_lanes_matrix_flush). */
 #define MATRIX_HASH_P 0x100000001b3ull
 
@@ -92,7 +92,8 @@ static inline __attribute__((always_inline)) void note(msl_sim_worker *w, msl_si
     f->matrix_count++;
     unsigned long long lck =
         (unsigned long long)site->line << 40 | (unsigned long long)site->column << 16 | site->kind;
-    f->matrix_hash = f->matrix_hash * MATRIX_HASH_P + ((unsigned long long)(uintptr_t)site->file ^ lck);
+    f->matrix_hash =
+        f->matrix_hash * MATRIX_HASH_P + ((unsigned long long)(uintptr_t)site->file ^ lck);
     f->matrix_file = site->file;
     f->matrix_lck = lck;
     if (__builtin_expect(w->profile != NULL, 0)) msl_sim_profile_matrix(w, f, site);
@@ -319,26 +320,6 @@ void msl_sim_lanes_simdgroup_barrier(const msl_sim_site *site, unsigned flags) {
     exchange(w, msl_sim_self_fiber(w), site, NULL, 0);
 }
 
-/* Lanes mode's multiply-accumulate (the lanes pass makes msl_sim_lanes_mma a rendezvous):
-   first the lane's matrix loads and stores since it resumed (msl_sim_lanes_matrix_flush's
-   arguments); the simdgroup must be whole and every lane still live. Returns 1 to the lane
-   whose arrival released it: the pass then checks that every lane stopped at the same call
-   (msl_sim_lanes_matrix_check) and computes the op, and the run of multiply-accumulates
-   that follows it, for the simdgroup. */
-void msl_sim_lanes_matrix_flush(unsigned count, unsigned long long hash,
-                                const msl_sim_site *first, const msl_sim_site *last);
-int msl_sim_lanes_matrix(const msl_sim_site *site, unsigned count, unsigned long long hash,
-                         const msl_sim_site *first, const msl_sim_site *last) {
-    msl_sim_worker *w = msl_sim_self();
-    msl_sim_fiber *f = msl_sim_self_fiber(w);
-    if (count) msl_sim_lanes_matrix_flush(count, hash, first, last);
-    if (__builtin_expect(!f->full_sg, 0)) partial_simdgroup(w, f, site);
-    msl_sim_simdgroup *sg = &w->sgs[f->sg];
-    if (sg->live != sg->lanes) msl_sim_matrix_returned(w, f, site, sg->live);
-    exchange(w, f, site, NULL, 0);
-    return sg->waiting == 0 && !w->report.kind;
-}
-
 /* Lanes mode: the lanes pass counts a lane's matrix loads, stores and fills inline and adds
    them here before the lane's next rendezvous or return: their count, their sites' hash
    from 0 (note()), the first one's site (a partial simdgroup fails there, as at once on
@@ -357,6 +338,24 @@ void msl_sim_lanes_matrix_flush(unsigned count, unsigned long long hash,
     f->matrix_file = last->file;
     f->matrix_lck = (unsigned long long)last->line << 40 | (unsigned long long)last->column << 16
                     | last->kind;
+}
+
+/* Lanes mode's multiply-accumulate (the lanes pass makes msl_sim_lanes_mma a rendezvous):
+   first the lane's matrix loads and stores since it resumed (msl_sim_lanes_matrix_flush's
+   arguments); the simdgroup must be whole and every lane still live. Returns 1 to the lane
+   whose arrival released it: the pass then checks that every lane stopped at the same call
+   (msl_sim_lanes_matrix_check) and computes the op, and the run of multiply-accumulates
+   that follows it, for the simdgroup. */
+int msl_sim_lanes_matrix(const msl_sim_site *site, unsigned count, unsigned long long hash,
+                         const msl_sim_site *first, const msl_sim_site *last) {
+    msl_sim_worker *w = msl_sim_self();
+    msl_sim_fiber *f = msl_sim_self_fiber(w);
+    if (count) msl_sim_lanes_matrix_flush(count, hash, first, last);
+    if (__builtin_expect(!f->full_sg, 0)) partial_simdgroup(w, f, site);
+    msl_sim_simdgroup *sg = &w->sgs[f->sg];
+    if (sg->live != sg->lanes) msl_sim_matrix_returned(w, f, site, sg->live);
+    exchange(w, f, site, NULL, 0);
+    return sg->waiting == 0 && !w->report.kind;
 }
 
 /* After msl_sim_lanes_matrix released: 1 if every lane stopped at the lanes pass's call
@@ -381,7 +380,8 @@ int msl_sim_lanes_matrix_check(const int *resume, int index, const msl_sim_site 
         return 0;
     }
     /* Every lane made the run's `ops` multiply-accumulates (counted as on fibers). */
-    for (unsigned l = 0; l < w->sgs[s].lanes; l++) w->fibers[s * MSL_SIM_SIMD_WIDTH + l].mma.seq += ops;
+    for (unsigned l = 0; l < w->sgs[s].lanes; l++)
+        w->fibers[s * MSL_SIM_SIMD_WIDTH + l].mma.seq += ops;
     w->sgs[s].matrix_used = 1;
     return 1;
 }
