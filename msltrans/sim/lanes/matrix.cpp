@@ -19,8 +19,9 @@ namespace {
 
 // The fields of site object `a` (file, line, column, kind) as `call` passes them: the
 // constants stored last before it in its block. False if a field is not found so, or if
-// anything but stores, their address arithmetic, lifetime markers and matrix arrivals uses
-// `a` (one object may serve several sites, written before each call).
+// anything but stores, their address arithmetic and matrix arrivals uses `a` (one object
+// may serve several sites, written before each call; transform() has dropped the lifetime
+// markers before this runs).
 bool constantSite(AllocaInst *a, CallInst *call, Constant *field[4]) {
     const DataLayout &dl = a->getModule()->getDataLayout();
     static const uint64_t offsets[4] = {0, 8, 12, 16};
@@ -32,10 +33,6 @@ bool constantSite(AllocaInst *a, CallInst *call, Constant *field[4]) {
                 work.push_back(u);
             } else if (auto *st = dyn_cast<StoreInst>(u)) {
                 if (st->getValueOperand() == v) return false;
-            } else if (auto *ii = dyn_cast<IntrinsicInst>(u)) {
-                if (ii->getIntrinsicID() != Intrinsic::lifetime_start &&
-                    ii->getIntrinsicID() != Intrinsic::lifetime_end)
-                    return false;
             } else if (auto *c = dyn_cast<CallInst>(u)) {
                 if (!isNamed(c->getCalledFunction(), "msl_sim_matrix_arrive")) return false;
             } else {
@@ -45,10 +42,6 @@ bool constantSite(AllocaInst *a, CallInst *call, Constant *field[4]) {
     }
     for (unsigned k = 0; k < 4; ++k) field[k] = nullptr;
     for (Instruction *i = call->getPrevNode(); i; i = i->getPrevNode()) {
-        if (auto *ii = dyn_cast<IntrinsicInst>(i))   // what was stored before is gone
-            if (ii->getIntrinsicID() == Intrinsic::lifetime_start &&
-                getUnderlyingObject(ii->getArgOperand(1)) == a)
-                break;
         auto *st = dyn_cast<StoreInst>(i);
         if (!st) continue;
         int64_t offset = 0;
@@ -62,7 +55,7 @@ bool constantSite(AllocaInst *a, CallInst *call, Constant *field[4]) {
     return field[0] && field[0]->getType()->isPointerTy();
 }
 
-// Erases stack object `a`, which is only written (stores, address arithmetic, lifetime).
+// Erases stack object `a`, which is only written (stores and their address arithmetic).
 void dropWriteOnly(AllocaInst *a) {
     SmallVector<Instruction *, 16> order{a};
     for (unsigned k = 0; k < order.size(); ++k)
