@@ -80,6 +80,12 @@ def language_flags(version: int) -> tuple[str, ...]:
 # (half conversions) come from libgcc.a, linked in explicitly (Compiler.link_flags).
 # -fno-plt: calls into libmslsim (loaded first, its symbols global) go through the GOT,
 # bound when the library loads, not through a PLT stub at every rendezvous and matrix op.
+# A kernel library links the math library by path: its references to libm (exp2f, logf, ...)
+# then carry the library's default symbol versions. Unversioned, the dynamic linker binds them
+# to the oldest version, glibc's error-handling wrappers (exp2f@GLIBC_2.2.5), which cost ~6 %
+# of attention's time and give the same values (docs/dev-notes/sim-lanes.md, "Session 14").
+# Part of the cache key (library._config_hash).
+SYSTEM_LIBS = ("libm.so.6",)
 CODEGEN_FLAGS = ("-O2", *TARGET_FLAGS, "-fPIC", "-fno-plt", "-shared", "-nostdlib",
                  "-gline-tables-only", "-fno-omit-frame-pointer", "-fstack-clash-protection")
 
@@ -98,13 +104,18 @@ class Compiler:
 
     @functools.cached_property
     def link_flags(self) -> tuple[str, ...]:
-        """Compiler support library (libgcc.a / compiler-rt builtins), if the driver has one."""
+        """Compiler support library (libgcc.a / compiler-rt builtins), if the driver has one,
+        and the C math library (SYSTEM_LIBS)."""
+        found = [self._print("-print-libgcc-file-name")]
+        found += [self._print(f"-print-file-name={lib}") for lib in SYSTEM_LIBS]
+        return tuple(out for out in found if out and os.path.isabs(out) and Path(out).exists())
+
+    def _print(self, option: str) -> str:
         try:
-            out = subprocess.run([*self.argv, "-print-libgcc-file-name"], capture_output=True,
-                                 text=True, timeout=30).stdout.strip()
+            return subprocess.run([*self.argv, option], capture_output=True, text=True,
+                                  timeout=30).stdout.strip()
         except (OSError, subprocess.TimeoutExpired):
-            return ()
-        return (out,) if out and Path(out).exists() else ()
+            return ""
 
     def c_argv(self) -> list[str]:
         """The same driver, for compiling the C runtime."""

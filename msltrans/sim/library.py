@@ -31,7 +31,7 @@ from msltrans.sim.args import (
     scalar_region,
 )
 from msltrans.sim.cache import headers_hash, temp_output
-from msltrans.sim.compiler import CODEGEN_FLAGS, LANGUAGE_FLAGS, find_compiler
+from msltrans.sim.compiler import CODEGEN_FLAGS, LANGUAGE_FLAGS, SYSTEM_LIBS, find_compiler
 from msltrans.sim.entries import entry_symbol, lanes_symbol
 from msltrans.sim.errors import LaunchError
 from msltrans.sim.faults import raise_report
@@ -336,7 +336,7 @@ def _config_hash() -> str:
     compiler = find_compiler()
     # With the lanes pass or without (LLVM's headers missing): different libraries.
     text = "\0".join([compiler.identity, headers_hash(), *LANGUAGE_FLAGS, *CODEGEN_FLAGS,
-                      lanes_pass(compiler)])
+                      *SYSTEM_LIBS, lanes_pass(compiler)])
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -285,6 +285,81 @@ def test_matrix_op_reached_through_different_calls_is_refused_in_lanes_mode(monk
     np.testing.assert_allclose(out.reshape(8, 8), want, rtol=1e-5, atol=1e-5)
 
 
+# Arrays of matrices indexed only by constants are split by the pass, one object per matrix
+# (their lanes' elements adjacent: the op's packed path); q, indexed at run time once, stays
+# one object (the strided path). The same products on both, with d aliasing c, a and b.
+PACKED = HEADER + """
+#include <metal_simdgroup_matrix>
+template <typename T>
+void products(device const T* x, device T* out, uint pick, vec<T, 2> add) {
+    simdgroup_matrix<T, 8, 8> p[3], q[3];
+    #pragma unroll
+    for (uint i = 0; i < 3; ++i) {
+        simdgroup_load(p[i], x + 64 * i);
+        simdgroup_load(q[i], x + 64 * i);
+    }
+    p[0].thread_elements() += add;
+    q[pick].thread_elements() += add;
+    simdgroup_multiply_accumulate(p[2], p[0], p[1], p[2]);
+    simdgroup_multiply_accumulate(q[2], q[0], q[1], q[2]);
+    simdgroup_multiply_accumulate(p[0], p[0], p[1], p[2]);
+    simdgroup_multiply_accumulate(q[0], q[0], q[1], q[2]);
+    simdgroup_multiply_accumulate(p[1], p[0], p[1], p[2]);
+    simdgroup_multiply_accumulate(q[1], q[0], q[1], q[2]);
+    #pragma unroll
+    for (uint i = 0; i < 3; ++i) {
+        simdgroup_store(p[i], out + 64 * i);
+        simdgroup_store(q[i], out + 192 + 64 * i);
+    }
+}
+kernel void packed_float(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                         constant uint& pick [[buffer(2)]],
+                         ushort lane [[thread_index_in_simdgroup]]) {
+    products(x, out, pick, float2(float(lane) * 0.25f, -0.5f));
+}
+kernel void packed_half(device const half* x [[buffer(0)]], device half* out [[buffer(1)]],
+                        constant uint& pick [[buffer(2)]],
+                        ushort lane [[thread_index_in_simdgroup]]) {
+    products(x, out, pick, half2(float2(float(lane) * 0.25f, -0.5f)));
+}
+"""
+
+
+def _lane_nudge() -> np.ndarray:
+    """The matrix that `thread_elements() += (lane / 4, -0.5)` adds (Apple's lane layout)."""
+    m = np.zeros((8, 8))
+    for lane in range(32):
+        row = (lane // 4 & 4) + (lane // 2) % 4
+        col = (lane // 4 & 2) * 2 + (lane % 2) * 2
+        m[row, col:col + 2] = (lane * 0.25, -0.5)
+    return m
+
+
+@pytest.mark.parametrize("dtype,rtol", [(np.float32, 1e-5), (np.float16, 2e-2)])
+def test_packed_and_strided_products_agree(monkeypatch, dtype, rtol):
+    lib = sim.compile_shader(PACKED, name="lanes_packed.metal")
+    kernel = lib.packed_float if dtype == np.float32 else lib.packed_half
+    assert kernel.lanes
+    x = (np.random.default_rng(4).standard_normal(192) * 0.5).astype(dtype)
+
+    def run():
+        out = np.full(384, np.nan, dtype)
+        kernel(x, out, np.array([0], np.uint32), threads=32, group_size=32)
+        return out
+
+    fibers, lanes = _both(monkeypatch, run)
+    assert lanes.tobytes() == fibers.tobytes()
+    assert lanes[:192].tobytes() == lanes[192:].tobytes()   # packed == strided, bit for bit
+    # Against float64, rounding to the element type after each product.
+    p = [x[64 * i:64 * (i + 1)].astype(np.float64).reshape(8, 8) for i in range(3)]
+    p[0] = p[0] + _lane_nudge()
+    p[0] = p[0].astype(dtype).astype(np.float64)
+    for d in (2, 0, 1):
+        p[d] = (p[0] @ p[1] + p[2]).astype(dtype).astype(np.float64)
+    np.testing.assert_allclose(lanes[:192].astype(np.float64), np.concatenate(
+        [m.ravel() for m in p]), rtol=rtol, atol=rtol)
+
+
 # Lanes mode counts matrix loads/stores inline and adds them to the lane's count and site
 # hash at its next rendezvous: the same uniformity errors as fibers, which count each one.
 MATRIX_ERRORS = HEADER + """

@@ -41,6 +41,8 @@
 #include "llvm/Passes/PassPlugin.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Transforms/Scalar/InstSimplifyPass.h"
+#include "llvm/Transforms/Scalar/LoopDeletion.h"
+#include "llvm/Transforms/Scalar/LoopPassManager.h"
 #include "llvm/Transforms/Scalar/SimplifyCFG.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/Cloning.h"
@@ -246,8 +248,12 @@ std::string transform(Function &g, Argument *threadArg) {
         threadArg->replaceAllUsesWith(tb.CreateCall(info, {}, "thread"));
     }
 
-    // Matrix loads, stores and fills: counted inline (matrix.cpp).
+    // Matrix loads, stores and fills: counted inline (matrix.cpp), their sites and the
+    // rendezvous' made constants first (objects.cpp).
+    constantSites(g);
     MatrixCounts counts = inlineMatrixArrivals(g);
+    // Arrays of matrices split: each matrix's 32 copies adjacent (objects.cpp).
+    splitMatrixObjects(g);
 
     // Split every rendezvous call into its own block; the code after it starts a resume block.
     struct Site {
@@ -295,7 +301,9 @@ std::string transform(Function &g, Argument *threadArg) {
         }
     }
 
-    // Values live across a rendezvous go to memory (the stack objects made per lane below).
+    // Values live across a rendezvous go to memory (the stack objects made per lane below),
+    // but for addresses within stack objects (objects.cpp).
+    rematerializeAddresses(g, resumeBlocks, liveAcross);
     SmallVector<Instruction *, 64> demote;
     for (Instruction &i : instructions(g)) {
         if (isa<AllocaInst>(i) || i.getType()->isVoidTy() || i.use_empty()) continue;
@@ -549,9 +557,12 @@ struct LanesPass : PassInfoMixin<LanesPass> {
                 why = inlineAll(*g, r);
                 if (why.empty() && setLanesMode(*g, 1)) {
                     // Fold the shim's per-thread paths away (the matrix handles and their
-                    // runtime calls), so that runs of multiply-accumulates are adjacent.
+                    // runtime calls), so that runs of multiply-accumulates are adjacent, and
+                    // the loops left empty (destructors of matrix arrays) with them.
                     FunctionPassManager fpm;
                     fpm.addPass(InstSimplifyPass());
+                    fpm.addPass(SimplifyCFGPass());
+                    fpm.addPass(createFunctionToLoopPassAdaptor(LoopDeletionPass()));
                     fpm.addPass(SimplifyCFGPass());
                     fpm.run(*g, fam);
                     fam.clear(*g, g->getName());

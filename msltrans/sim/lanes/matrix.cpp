@@ -15,56 +15,6 @@
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 
 namespace lanes_pass {
-namespace {
-
-// The fields of site object `a` (file, line, column, kind) as `call` passes them: the
-// constants stored last before it in its block. False if a field is not found so, or if
-// anything but stores, their address arithmetic and matrix arrivals uses `a` (one object
-// may serve several sites, written before each call; transform() has dropped the lifetime
-// markers before this runs).
-bool constantSite(AllocaInst *a, CallInst *call, Constant *field[4]) {
-    const DataLayout &dl = a->getModule()->getDataLayout();
-    static const uint64_t offsets[4] = {0, 8, 12, 16};
-    SmallVector<Value *, 8> work{a};
-    while (!work.empty()) {
-        Value *v = work.pop_back_val();
-        for (User *u : v->users()) {
-            if (isa<GetElementPtrInst>(u)) {
-                work.push_back(u);
-            } else if (auto *st = dyn_cast<StoreInst>(u)) {
-                if (st->getValueOperand() == v) return false;
-            } else if (auto *c = dyn_cast<CallInst>(u)) {
-                if (!isNamed(c->getCalledFunction(), "msl_sim_matrix_arrive")) return false;
-            } else {
-                return false;
-            }
-        }
-    }
-    for (unsigned k = 0; k < 4; ++k) field[k] = nullptr;
-    for (Instruction *i = call->getPrevNode(); i; i = i->getPrevNode()) {
-        auto *st = dyn_cast<StoreInst>(i);
-        if (!st) continue;
-        int64_t offset = 0;
-        if (GetPointerBaseWithConstantOffset(st->getPointerOperand(), offset, dl) != a) continue;
-        for (unsigned k = 0; k < 4; ++k)
-            if (offsets[k] == (uint64_t)offset && !field[k])
-                field[k] = dyn_cast<Constant>(st->getValueOperand());
-    }
-    for (unsigned k = 1; k < 4; ++k)
-        if (!field[k] || !isa<ConstantInt>(field[k])) return false;
-    return field[0] && field[0]->getType()->isPointerTy();
-}
-
-// Erases stack object `a`, which is only written (stores and their address arithmetic).
-void dropWriteOnly(AllocaInst *a) {
-    SmallVector<Instruction *, 16> order{a};
-    for (unsigned k = 0; k < order.size(); ++k)
-        for (User *u : order[k]->users()) order.push_back(cast<Instruction>(u));
-    for (auto it = order.rbegin(); it != order.rend(); ++it)
-        if ((*it)->use_empty()) (*it)->eraseFromParent();
-}
-
-}  // namespace
 
 MatrixCounts inlineMatrixArrivals(Function &g) {
     Module &m = *g.getParent();
@@ -79,7 +29,7 @@ MatrixCounts inlineMatrixArrivals(Function &g) {
     };
     struct Arrive {
         CallInst *call;
-        AllocaInst *site;
+        GlobalVariable *site;
         Constant *field[4];   // file, line, column, kind
     };
     SmallVector<Arrive, 64> arrives;
@@ -87,9 +37,19 @@ MatrixCounts inlineMatrixArrivals(Function &g) {
     for (Instruction &i : instructions(g))
         if (auto *c = dyn_cast<CallInst>(&i))
             if (isNamed(c->getCalledFunction(), "msl_sim_matrix_arrive")) {
-                auto *a = dyn_cast<AllocaInst>(c->getArgOperand(0)->stripPointerCasts());
-                arrives.push_back({c, a, {}});
-                if (!a || !constantSite(a, c, arrives.back().field)) inlineArrives = false;
+                // Its site a constant (constantSites, objects.cpp), or every call stays.
+                auto *site = dyn_cast<GlobalVariable>(c->getArgOperand(0)->stripPointerCasts());
+                auto *init = site && site->isConstant() && site->hasInitializer()
+                                 ? dyn_cast<ConstantStruct>(site->getInitializer())
+                                 : nullptr;
+                arrives.push_back({c, site, {}});
+                if (!init || init->getNumOperands() != 4) {
+                    inlineArrives = false;
+                    continue;
+                }
+                for (unsigned k = 0; k < 4; ++k) arrives.back().field[k] = init->getOperand(k);
+                for (unsigned k = 1; k < 4; ++k)
+                    if (!isa<ConstantInt>(arrives.back().field[k])) inlineArrives = false;
             }
     if (arrives.empty() || !inlineArrives) return counts;
     {
@@ -98,14 +58,10 @@ MatrixCounts inlineMatrixArrivals(Function &g) {
         AllocaInst *mHash = counts.hash = slot(i64, "lanes.matrix.hash");
         AllocaInst *mFirst = counts.first = slot(ptr, "lanes.matrix.first");
         AllocaInst *mLast = counts.last = slot(ptr, "lanes.matrix.last");
-        StructType *siteTy = StructType::get(ctx, {ptr, i32, i32, i32});
-        SmallPtrSet<AllocaInst *, 32> sitesDone;
         for (Arrive &ar : arrives) {
             CallInst *c = ar.call;
             IRBuilder<> ib(c);
-            auto *site = new GlobalVariable(m, siteTy, true, GlobalValue::PrivateLinkage,
-                                            ConstantStruct::get(siteTy, ArrayRef(ar.field, 4)),
-                                            "lanes.matrix.site");
+            GlobalVariable *site = ar.site;
             uint64_t lck = cast<ConstantInt>(ar.field[1])->getZExtValue() << 40 |
                            cast<ConstantInt>(ar.field[2])->getZExtValue() << 16 |
                            cast<ConstantInt>(ar.field[3])->getZExtValue();
@@ -121,10 +77,7 @@ MatrixCounts inlineMatrixArrivals(Function &g) {
             ib.CreateStore(site, mLast);
             c->replaceAllUsesWith(ib.CreateLoad(i32, laneSlot));
             c->eraseFromParent();
-            sitesDone.insert(ar.site);
         }
-        // The sites' stack objects are written and no longer read: gone.
-        for (AllocaInst *a : sitesDone) dropWriteOnly(a);
     }
     return counts;
 }

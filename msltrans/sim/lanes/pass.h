@@ -4,6 +4,7 @@
 #define MSLTRANS_LANES_PASS_H
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/IRBuilder.h"
@@ -16,8 +17,10 @@ namespace lanes_pass {
 using namespace llvm;
 
 constexpr unsigned LANES = 32;
-// The shim's multiply-accumulate in lanes mode (abi.h, msl_sim_lanes_mma).
+// The shim's multiply-accumulate in lanes mode (abi.h, msl_sim_lanes_mma), and which of its
+// arguments gives the operands' element sizes (byte k: operand k's two elements).
 extern const char *const LANES_MMA;
+constexpr unsigned LANES_MMA_SIZES = 8;
 
 bool isNamed(const Function *f, const char *name);
 // A runtime entry point, declared as clang declares them under -fno-plt.
@@ -43,6 +46,20 @@ void flushMatrixCounts(const MatrixCounts &counts, Instruction *before);
 // What the lane counted, as msl_sim_lanes_matrix takes it after the site: count, hash,
 // first and last site (0 and nulls where nothing is counted inline), appended to `args`.
 void matrixCounts(IRBuilder<> &b, const MatrixCounts &counts, SmallVectorImpl<Value *> &args);
+
+// ---- objects.cpp ---------------------------------------------------------------------
+// Stack objects that hold multiply-accumulate operands, split into the byte ranges the code
+// touches (each matrix's elements an object of its own; ranges only ever written dropped),
+// where every use is an access at a constant offset.
+void splitMatrixObjects(Function &g);
+// Site objects (file, line, column, kind) that the shim fills with constants just before
+// passing them to a matrix count or a rendezvous: constants instead (no stores per lane);
+// objects left write-only go.
+void constantSites(Function &g);
+// Addresses within stack objects at constant offsets that are live across a rendezvous
+// (`liveAcross` of the resume blocks): computed again at each use instead.
+void rematerializeAddresses(Function &g, const SmallPtrSetImpl<BasicBlock *> &resume,
+                            bool (*liveAcross)(Instruction &, const SmallPtrSetImpl<BasicBlock *> &));
 
 // Runs of multiply-accumulates (the shim's lanes path, msl_sim_lanes_mma) with nothing but
 // address arithmetic between: one rendezvous each, at its first call, and each op of the

@@ -161,8 +161,9 @@ void msl_sim_lanes_return(void) {
 int msl_sim_lanes_mode(void) { return 0; }
 
 void msl_sim_lanes_mma(void *d, const void *a, const void *b, const void *c,
-                       msl_sim_lanes_mma_op op, const char *file, unsigned line, unsigned column) {
-    (void)d, (void)a, (void)b, (void)c, (void)op;
+                       msl_sim_lanes_mma_op op, const char *file, unsigned line, unsigned column,
+                       unsigned sizes) {
+    (void)d, (void)a, (void)b, (void)c, (void)op, (void)sizes;
     msl_sim_site site = {file, line, column, MSL_SIM_KIND_SIMD_MATRIX};
     msl_sim_fail(&site, "internal error: a lanes-mode multiply-accumulate outside a lanes entry");
 }

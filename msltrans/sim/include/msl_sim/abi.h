@@ -4,7 +4,7 @@
 #ifndef MSL_SIM_ABI_H
 #define MSL_SIM_ABI_H
 
-#define MSL_SIM_ABI_VERSION 7
+#define MSL_SIM_ABI_VERSION 8
 #define MSL_SIM_SIMD_WIDTH 32
 #define MSL_SIM_EXCHANGE_BYTES 128  /* largest payload one lane publishes per SIMD op */
 
@@ -165,10 +165,12 @@ typedef void (*msl_sim_lanes_mma_op)(char *d, unsigned long d_stride, const char
                                      unsigned long b_stride, const char *c,
                                      unsigned long c_stride);
 /* A multiply-accumulate in lanes mode: the lanes pass makes it a rendezvous of the
-   simdgroup (msl_sim_lanes_matrix) and calls `op` once for the 32 lanes. The runtime's
-   definition fails: nothing else calls it. */
+   simdgroup (msl_sim_lanes_matrix) and calls `op` once for the 32 lanes. Byte k of `sizes`
+   is the size of operand k's two elements (d, a, b, c: what the pass may split the objects
+   holding them into). The runtime's definition fails: nothing else calls it. */
 void msl_sim_lanes_mma(void *d, const void *a, const void *b, const void *c,
-                       msl_sim_lanes_mma_op op, const char *file, unsigned line, unsigned column);
+                       msl_sim_lanes_mma_op op, const char *file, unsigned line, unsigned column,
+                       unsigned sizes);
 
 /* simdgroup_load/store and the diagonal constructor: no rendezvous (each lane touches only
    its own elements). Checks that all 32 lanes are live, counts the op for the per-lane

@@ -192,10 +192,58 @@ __attribute__((always_inline)) inline lanes_f8 lanes_row(const char *m, unsigned
     lanes_f4 hi = __builtin_shufflevector(part[2], part[3], 0, 1, 2, 3);
     return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
 }
+// Packed operands (each lane's two elements right after the previous lane's: the lanes pass
+// splits arrays of matrices so): row r is lanes a, a + 1 (columns 0-3) and a + 8, a + 9
+// (columns 4-7), a = row_lanes.at[r][0], so two runs of four elements.
+constexpr bool rows_in_two_runs() {
+    for (uint r = 0; r < 8; ++r) {
+        uint a = row_lanes.at[r][0];
+        if (row_lanes.at[r][1] != a + 1 || row_lanes.at[r][2] != a + 8 || row_lanes.at[r][3] != a + 9)
+            return false;
+    }
+    return true;
+}
+static_assert(rows_in_two_runs(), "the packed multiply-accumulate's row layout");
+template <class T>
+__attribute__((always_inline)) inline lanes_f8 packed_row(const char *m, uint r) {
+    const T *e = (const T *)m + 2 * row_lanes.at[r][0];
+    lanes_f8 row;
+#pragma unroll
+    for (uint j = 0; j < 4; ++j) {
+        row[j] = (float)e[j];
+        row[4 + j] = (float)e[16 + j];
+    }
+    return row;
+}
+template <class TD, class TA, class TB, class TC>
+void msl_sim_nan_raw_packed_mma(char *d, const char *a, const char *b, const char *c) {
+    lanes_f8 B[8];
+#pragma unroll
+    for (uint k = 0; k < 8; ++k) B[k] = packed_row<TB>(b, k);
+#pragma unroll
+    for (uint i = 0; i < 8; ++i) {
+        const TA *ai = (const TA *)a + 2 * row_lanes.at[i][0];
+        lanes_f8 acc = packed_row<TC>(c, i);
+#pragma unroll
+        for (uint k = 0; k < 8; ++k)   // a[i][k]: lane at[i][k / 2], element k % 2
+            acc = __builtin_elementwise_fma((lanes_f8)(float)ai[(k / 4) * 16 + k % 4], B[k], acc);
+        lanes_f8 canon = acc != acc ? (lanes_f8)__builtin_nanf("") : acc;
+        vec_t<TD, 8> r = __builtin_convertvector(canon, vec_t<TD, 8>);
+        TD *o = (TD *)d + 2 * row_lanes.at[i][0];
+#pragma unroll
+        for (uint j = 0; j < 4; ++j) {
+            o[j] = r[j];
+            o[16 + j] = r[4 + j];
+        }
+    }
+}
 template <class TD, class TA, class TB, class TC>
 __attribute__((visibility("hidden"))) void msl_sim_nan_raw_lanes_mma(
         char *d, unsigned long sd, const char *a, unsigned long sa, const char *b, unsigned long sb,
         const char *c, unsigned long sc) {
+    if (sd == sizeof(vec_t<TD, 2>) && sa == sizeof(vec_t<TA, 2>) && sb == sizeof(vec_t<TB, 2>) &&
+        sc == sizeof(vec_t<TC, 2>))
+        return msl_sim_nan_raw_packed_mma<TD, TA, TB, TC>(d, a, b, c);
     lanes_f8 B[8];
 #pragma unroll
     for (uint k = 0; k < 8; ++k) B[k] = lanes_row<TB>(b, sb, k);
@@ -204,14 +252,14 @@ __attribute__((visibility("hidden"))) void msl_sim_nan_raw_lanes_mma(
         lanes_f8 A = lanes_row<TA>(a, sa, i), acc = lanes_row<TC>(c, sc, i);
 #pragma unroll
         for (uint k = 0; k < 8; ++k) acc = __builtin_elementwise_fma((lanes_f8)A[k], B[k], acc);
-        float r[8];
-#pragma unroll
-        for (uint j = 0; j < 8; ++j) r[j] = acc[j] != acc[j] ? __builtin_nanf("") : acc[j];
+        // The row's NaNs canonicalised and the row rounded to TD as one vector each.
+        lanes_f8 canon = acc != acc ? (lanes_f8)__builtin_nanf("") : acc;
+        vec_t<TD, 8> r = __builtin_convertvector(canon, vec_t<TD, 8>);
 #pragma unroll
         for (uint q = 0; q < 4; ++q) {
             thread simdgroup_matrix<TD, 8, 8> *m =
                 (thread simdgroup_matrix<TD, 8, 8> *)(d + row_lanes.at[i][q] * sd);
-            m->__e = vec_t<TD, 2>{(TD)r[2 * q], (TD)r[2 * q + 1]};
+            m->__e = vec_t<TD, 2>{r[2 * q], r[2 * q + 1]};
         }
     }
 }
@@ -284,8 +332,10 @@ inline void simdgroup_multiply_accumulate(thread simdgroup_matrix<TD, 8, 8> &d, 
                                           const thread simdgroup_matrix<TB, 8, 8> &b, const thread simdgroup_matrix<TC, 8, 8> &c,
                                           MSL_SIM_SITE_ARGS) {
     if (msl_sim_lanes_mode()) {
+        constexpr uint sizes = sizeof(d.__e) | sizeof(a.__e) << 8 | sizeof(b.__e) << 16 |
+                               sizeof(c.__e) << 24;
         msl_sim_lanes_mma(&d, &a, &b, &c, &__detail::msl_sim_nan_raw_lanes_mma<TD, TA, TB, TC>,
-                          (const char *)(ulong)__file, __line, __col);
+                          (const char *)(ulong)__file, __line, __col, sizes);
         return;
     }
     msl_sim_mma_finish finish = &__detail::msl_sim_nan_raw_mma_finish<TD>;
