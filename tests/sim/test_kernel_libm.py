@@ -39,7 +39,7 @@ def _dynamic_symbols(path: str) -> dict[str, str]:
 
 def test_kernel_libraries_bind_libm_by_version():
     lib = sim.compile_shader(SOURCE, name="libm_versions.metal")
-    x = np.linspace(-3, 3, 64, dtype=np.float32)
+    x = np.linspace(-1.5, 3, 64, dtype=np.float32)   # every log argument positive
     out = x.copy()
     lib.maths(out, threads=64, group_size=64)
     want = (np.exp2(x.astype(np.float64)) + np.log2(x + 2.0) + np.exp(x * 0.5)

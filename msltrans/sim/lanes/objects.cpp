@@ -10,14 +10,16 @@
 //   adjacent (lane l's at l * 8 bytes for float), and a multiply-accumulate reads each row
 //   as two 16-byte pieces (the shim's packed path, matrix.h). Ranges that are only ever
 //   written (the handles) go away.
+// - Call-site records the shim fills with constants before a rendezvous or a matrix load
+//   become constants (no stores per lane).
 // - An object's address plus a constant, used after a rendezvous, is computed again where
 //   it is used rather than kept per lane across the rendezvous (each use of an object
 //   computes the lane's copy anyway: a kept address is a store and a reload per use).
 #include "pass.h"
 
 #include "llvm/ADT/SmallPtrSet.h"
-#include "llvm/Analysis/ValueTracking.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/IntrinsicInst.h"
 
@@ -288,7 +290,7 @@ void rematerializeAddresses(Function &g, const SmallPtrSetImpl<BasicBlock *> &re
             if (auto *phi = dyn_cast<PHINode>(user))
                 where = phi->getIncomingBlock(*u)->getTerminator();
             IRBuilder<> b(where);
-            u->set(b.CreateConstInBoundsGEP1_64(i8, a, offset));
+            u->set(b.CreateConstGEP1_64(i8, a, offset));
         }
     }
     for (auto it = addresses.rbegin(); it != addresses.rend(); ++it)
