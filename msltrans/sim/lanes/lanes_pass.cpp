@@ -429,16 +429,7 @@ std::string transform(Function &g, Argument *threadArg) {
                 i8, frames, ub.CreateAdd(offset, ConstantInt::get(i64, place.block)));
         };
         if (a == siteSlot) siteAt = copyAt(bb);
-        SmallVector<Use *, 16> uses;
-        for (Use &u : a->uses()) uses.push_back(&u);
-        for (Use *u : uses) {
-            auto *user = cast<Instruction>(u->getUser());
-            Instruction *where = user;
-            if (auto *phi = dyn_cast<PHINode>(user))
-                where = phi->getIncomingBlock(*u)->getTerminator();
-            IRBuilder<> ub(where);
-            u->set(copyAt(ub));
-        }
+        replaceAtUses(a, copyAt);
         a->eraseFromParent();
     }
     // A SIMD op's result, as clang returns msl_sim_simd_result ({slots, active | lane << 32}):

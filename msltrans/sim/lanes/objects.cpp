@@ -56,7 +56,8 @@ bool collect(AllocaInst *a, SmallVectorImpl<Access> &out, bool &matrix) {
                 out.push_back({at, at + size, ld, no, true});
             } else if (auto *st = dyn_cast<StoreInst>(user)) {
                 if (st->isVolatile() || no != 1) return false;   // the address stored: escapes
-                uint64_t size = dl.getTypeStoreSize(st->getValueOperand()->getType()).getFixedValue();
+                Type *t = st->getValueOperand()->getType();
+                uint64_t size = dl.getTypeStoreSize(t).getFixedValue();
                 out.push_back({at, at + size, st, no, false});
             } else if (auto *ms = dyn_cast<MemSetInst>(user)) {
                 auto *len = dyn_cast<ConstantInt>(ms->getLength());
@@ -130,7 +131,8 @@ void split(AllocaInst *a, SmallVectorImpl<Access> &accesses) {
         if (auto *ms = dyn_cast<MemSetInst>(x.user)) {
             IRBuilder<> b(ms);
             for (unsigned k = 0; k < ranges.size(); ++k) {
-                uint64_t lo = std::max(x.lo, ranges[k].first), hi = std::min(x.hi, ranges[k].second);
+                uint64_t lo = std::max(x.lo, ranges[k].first);
+                uint64_t hi = std::min(x.hi, ranges[k].second);
                 if (lo >= hi || !pieces[k]) continue;
                 Value *at = b.CreateConstInBoundsGEP1_64(i8, pieces[k], lo - ranges[k].first);
                 b.CreateMemSet(at, ms->getValue(), hi - lo, MaybeAlign(1));
@@ -147,20 +149,14 @@ void split(AllocaInst *a, SmallVectorImpl<Access> &accesses) {
         uint64_t at = x.lo - ranges[k].first;
         x.user->setOperand(x.operand, b.CreateConstInBoundsGEP1_64(i8, pieces[k], at));
         Align holds = commonAlignment(pieces[k]->getAlign(), at);
-        if (auto *ld = dyn_cast<LoadInst>(x.user)) ld->setAlignment(std::min(ld->getAlign(), holds));
-        if (auto *st = dyn_cast<StoreInst>(x.user)) st->setAlignment(std::min(st->getAlign(), holds));
+        if (auto *ld = dyn_cast<LoadInst>(x.user))
+            ld->setAlignment(std::min(ld->getAlign(), holds));
+        if (auto *st = dyn_cast<StoreInst>(x.user))
+            st->setAlignment(std::min(st->getAlign(), holds));
     }
     for (Instruction *i : gone) i->eraseFromParent();
     // The old address arithmetic, now unused, then the object.
-    SmallVector<Instruction *, 32> order;
-    SmallPtrSet<Instruction *, 32> seen;
-    SmallVector<Instruction *, 32> work{a};
-    while (!work.empty()) {
-        Instruction *i = work.pop_back_val();
-        if (!seen.insert(i).second) continue;
-        order.push_back(i);
-        for (User *u : i->users()) work.push_back(cast<Instruction>(u));
-    }
+    SmallVector<Instruction *, 32> order = usersTree(a);
     for (auto it = order.rbegin(); it != order.rend(); ++it)
         if ((*it)->use_empty()) (*it)->eraseFromParent();
 }
@@ -221,6 +217,27 @@ bool constantSite(AllocaInst *a, CallInst *call, Constant *field[4]) {
 
 }  // namespace
 
+void replaceAtUses(Value *v, function_ref<Value *(IRBuilder<> &)> make) {
+    SmallVector<Use *, 16> uses;
+    for (Use &u : v->uses()) uses.push_back(&u);
+    for (Use *u : uses) {
+        Instruction *where = cast<Instruction>(u->getUser());
+        if (auto *phi = dyn_cast<PHINode>(where))
+            where = phi->getIncomingBlock(*u)->getTerminator();
+        IRBuilder<> b(where);
+        u->set(make(b));
+    }
+}
+
+SmallVector<Instruction *, 32> usersTree(Instruction *root) {
+    SmallVector<Instruction *, 32> order{root};
+    SmallPtrSet<Instruction *, 32> seen{root};
+    for (unsigned k = 0; k < order.size(); ++k)
+        for (User *u : order[k]->users())
+            if (seen.insert(cast<Instruction>(u)).second) order.push_back(cast<Instruction>(u));
+    return order;
+}
+
 void constantSites(Function &g) {
     Module &m = *g.getParent();
     LLVMContext &ctx = m.getContext();
@@ -241,27 +258,20 @@ void constantSites(Function &g) {
             sites.push_back({c, ConstantStruct::get(siteTy, ArrayRef(field, 4))});
     }
     SmallPtrSet<AllocaInst *, 32> objects;
+    DenseMap<Constant *, GlobalVariable *> globals;   // one per distinct site
     for (auto [c, init] : sites) {
         objects.insert(cast<AllocaInst>(c->getArgOperand(0)));
-        c->setArgOperand(0, new GlobalVariable(m, siteTy, true, GlobalValue::PrivateLinkage,
-                                               init, "lanes.site"));
+        GlobalVariable *&site = globals[init];
+        if (!site)
+            site = new GlobalVariable(m, siteTy, true, GlobalValue::PrivateLinkage, init,
+                                      "lanes.site");
+        c->setArgOperand(0, site);
     }
     // Objects now only written (no site call reads them any more): gone.
     for (AllocaInst *a : objects) {
-        SmallVector<Instruction *, 16> order;
-        SmallPtrSet<Instruction *, 16> seen;
-        SmallVector<Instruction *, 16> work{a};
-        bool writeOnly = true;
-        while (!work.empty() && writeOnly) {
-            Instruction *i = work.pop_back_val();
-            if (!seen.insert(i).second) continue;
-            order.push_back(i);
-            for (User *u : i->users()) {
-                if (isa<CallInst>(u)) writeOnly = false;
-                work.push_back(cast<Instruction>(u));
-            }
-        }
-        if (!writeOnly) continue;
+        SmallVector<Instruction *, 32> order = usersTree(a);
+        auto isCall = [](Instruction *i) { return isa<CallInst>(i); };
+        if (std::any_of(order.begin(), order.end(), isCall)) continue;
         for (auto it = order.rbegin(); it != order.rend(); ++it)
             if ((*it)->use_empty()) (*it)->eraseFromParent();
     }
@@ -271,30 +281,25 @@ void rematerializeAddresses(Function &g, const SmallPtrSetImpl<BasicBlock *> &re
                             bool (*liveAcross)(Instruction &, const SmallPtrSetImpl<BasicBlock *> &)) {
     const DataLayout &dl = g.getParent()->getDataLayout();
     Type *i8 = Type::getInt8Ty(g.getContext());
-    SmallVector<std::pair<Instruction *, int64_t>, 64> addresses;
+    struct Address {
+        Instruction *at;
+        AllocaInst *object;
+        int64_t offset;
+    };
+    SmallVector<Address, 64> addresses;
     for (Instruction &i : instructions(g)) {
         if (!isa<GetElementPtrInst>(i) || !liveAcross(i, resume)) continue;
         APInt offset(dl.getIndexTypeSizeInBits(i.getType()), 0);
         Value *base = i.stripAndAccumulateConstantOffsets(dl, offset, /*AllowNonInbounds=*/true);
-        if (!isa<AllocaInst>(base) || offset.isNegative()) continue;
-        addresses.push_back({&i, offset.getSExtValue()});
+        if (auto *a = dyn_cast<AllocaInst>(base); a && !offset.isNegative())
+            addresses.push_back({&i, a, offset.getSExtValue()});
     }
-    for (auto [i, offset] : addresses) {
-        APInt unused(dl.getIndexTypeSizeInBits(i->getType()), 0);
-        auto *a = cast<AllocaInst>(i->stripAndAccumulateConstantOffsets(dl, unused, true));
-        SmallVector<Use *, 16> uses;
-        for (Use &u : i->uses()) uses.push_back(&u);
-        for (Use *u : uses) {
-            auto *user = cast<Instruction>(u->getUser());
-            Instruction *where = user;
-            if (auto *phi = dyn_cast<PHINode>(user))
-                where = phi->getIncomingBlock(*u)->getTerminator();
-            IRBuilder<> b(where);
-            u->set(b.CreateConstGEP1_64(i8, a, offset));
-        }
-    }
+    for (const Address &x : addresses)
+        replaceAtUses(x.at, [&](IRBuilder<> &b) {
+            return b.CreateConstGEP1_64(i8, x.object, x.offset);
+        });
     for (auto it = addresses.rbegin(); it != addresses.rend(); ++it)
-        if (it->first->use_empty()) it->first->eraseFromParent();
+        if (it->at->use_empty()) it->at->eraseFromParent();
 }
 
 void splitMatrixObjects(Function &g) {

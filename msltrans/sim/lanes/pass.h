@@ -23,6 +23,11 @@ extern const char *const LANES_MMA;
 constexpr unsigned LANES_MMA_SIZES = 8;
 
 bool isNamed(const Function *f, const char *name);
+// Sets every use of `v` to what `make` builds where the use is (for a phi's use: at the end
+// of the incoming block).
+void replaceAtUses(Value *v, function_ref<Value *(IRBuilder<> &)> make);
+// `root` and everything that uses it, transitively, each once, users after what they use.
+SmallVector<Instruction *, 32> usersTree(Instruction *root);
 // A runtime entry point, declared as clang declares them under -fno-plt.
 FunctionCallee runtimeFn(Module &m, StringRef name, FunctionType *type);
 
