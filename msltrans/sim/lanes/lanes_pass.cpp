@@ -252,8 +252,9 @@ std::string transform(Function &g, Argument *threadArg) {
     // rendezvous' made constants first (objects.cpp).
     constantSites(g);
     MatrixCounts counts = inlineMatrixArrivals(g);
-    // Arrays of matrices split: each matrix's 32 copies adjacent (objects.cpp).
-    splitMatrixObjects(g);
+    // Arrays of matrices split: each matrix's 32 copies adjacent; stores nothing reads
+    // gone (objects.cpp). The counts' slots are read only from the flushes made below.
+    tidyObjects(g, counts.slots);
 
     // Split every rendezvous call into its own block; the code after it starts a resume block.
     struct Site {

@@ -161,6 +161,28 @@ void split(AllocaInst *a, SmallVectorImpl<Access> &accesses) {
         if ((*it)->use_empty()) (*it)->eraseFromParent();
 }
 
+// Stores into bytes of `a` that nothing reads go (a call-site record whose reading call
+// lanes mode folded away: each of the lanes' stores to it was a store to memory), and `a`
+// with them if nothing is left.
+void dropUnread(AllocaInst *a, SmallVectorImpl<Access> &accesses) {
+    SmallVector<std::pair<uint64_t, uint64_t>, 16> reads;
+    for (const Access &x : accesses)
+        if (x.reads) reads.push_back({x.lo, x.hi});
+    auto unread = [&](const Access &x) {
+        return std::none_of(reads.begin(), reads.end(),
+                            [&](auto r) { return r.first < x.hi && x.lo < r.second; });
+    };
+    for (const Access &x : accesses)
+        if (!x.reads && unread(x)) x.user->eraseFromParent();
+    // Then its address arithmetic left unused, and itself if nothing is left.
+    SmallVector<Instruction *, 32> order{a};
+    for (unsigned k = 0; k < order.size(); ++k)
+        for (User *u : order[k]->users())
+            if (isa<GetElementPtrInst>(u)) order.push_back(cast<Instruction>(u));
+    for (auto it = order.rbegin(); it != order.rend(); ++it)
+        if ((*it)->use_empty()) (*it)->eraseFromParent();
+}
+
 // The shim's calls that take a site object (abi.h): a matrix load or store's count, and the
 // rendezvous.
 const char *const SITE_CALLS[] = {"msl_sim_matrix_arrive", "msl_sim_simd_exchange",
@@ -302,17 +324,19 @@ void rematerializeAddresses(Function &g, const SmallPtrSetImpl<BasicBlock *> &re
         if (it->at->use_empty()) it->at->eraseFromParent();
 }
 
-void splitMatrixObjects(Function &g) {
+void tidyObjects(Function &g, ArrayRef<AllocaInst *> keep) {
     SmallVector<AllocaInst *, 32> objects;
     for (Instruction &i : g.getEntryBlock())
         if (auto *a = dyn_cast<AllocaInst>(&i))
-            if (a->isStaticAlloca()) objects.push_back(a);
+            if (a->isStaticAlloca() && !is_contained(keep, a)) objects.push_back(a);
     for (AllocaInst *a : objects) {
         SmallVector<Access, 64> accesses;
         bool matrix = false;
-        if (!collect(a, accesses, matrix) || !matrix) continue;
-        if (parts(accesses).size() < 2) continue;
-        split(a, accesses);
+        if (!collect(a, accesses, matrix)) continue;
+        if (matrix && parts(accesses).size() >= 2)
+            split(a, accesses);
+        else
+            dropUnread(a, accesses);
     }
 }
 

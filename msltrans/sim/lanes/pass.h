@@ -53,10 +53,11 @@ void flushMatrixCounts(const MatrixCounts &counts, Instruction *before);
 void matrixCounts(IRBuilder<> &b, const MatrixCounts &counts, SmallVectorImpl<Value *> &args);
 
 // ---- objects.cpp ---------------------------------------------------------------------
-// Stack objects that hold multiply-accumulate operands, split into the byte ranges the code
-// touches (each matrix's elements an object of its own; ranges only ever written dropped),
-// where every use is an access at a constant offset.
-void splitMatrixObjects(Function &g);
+// Stack objects whose every use is an access at a constant offset (but those in `keep`):
+// those that hold multiply-accumulate operands split into the byte ranges the code touches
+// (each matrix's elements an object of its own), and in every one the stores into bytes
+// that nothing reads dropped (the object too if nothing is left).
+void tidyObjects(Function &g, ArrayRef<AllocaInst *> keep);
 // Site objects (file, line, column, kind) that the shim fills with constants just before
 // passing them to a matrix count or a rendezvous: constants instead (no stores per lane);
 // objects left write-only go.

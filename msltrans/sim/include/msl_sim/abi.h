@@ -156,8 +156,9 @@ void msl_sim_mma_free(msl_sim_mma *op);
 /* Lanes mode (docs/simulator.md, "Lanes mode"): the lanes pass replaces every call of
    msl_sim_lanes_mode by 1 inside a kernel's lanes entry and by 0 everywhere else, so the shim
    can give a simdgroup run as one function its own matrix path. The runtime's definition
-   (0) serves libraries compiled without the pass. */
-int msl_sim_lanes_mode(void);
+   (0) serves libraries compiled without the pass. Const: the compiler may merge and move
+   its calls before the pass runs. */
+__attribute__((const)) int msl_sim_lanes_mode(void);
 /* The simdgroup's multiply-accumulate d = a * b + c on the lanes' matrix objects: lane l's
    object of each operand at base + l * stride (simdgroup_matrix: its two elements first). */
 typedef void (*msl_sim_lanes_mma_op)(char *d, unsigned long d_stride, const char *a,

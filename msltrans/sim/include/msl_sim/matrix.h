@@ -42,28 +42,33 @@ template <class T, int Cols, int Rows> struct simdgroup_matrix {
     simdgroup_matrix() = default;
     // Apple: a diagonal matrix with `d` on the diagonal.
     simdgroup_matrix(T d, MSL_SIM_SITE_ARGS);
-    simdgroup_matrix(const simdgroup_matrix &o) : __e(o.__e), __h(o.__h) {
+    // A matrix's handle as copies take it: none in lanes mode, where no code reads a
+    // handle (so that the lanes pass finds them write-only and drops them).
+    static msl_sim_mma *__held(const simdgroup_matrix &o) {
+        return msl_sim_lanes_mode() ? nullptr : o.__h;
+    }
+    simdgroup_matrix(const simdgroup_matrix &o) : __e(o.__e), __h(__held(o)) {
         if (__h) __detail::mma_retain(__h);
     }
-    simdgroup_matrix(simdgroup_matrix &&o) : __e(o.__e), __h(o.__h) { o.__h = nullptr; }
+    simdgroup_matrix(simdgroup_matrix &&o) : __e(o.__e), __h(__held(o)) { o.__h = nullptr; }
     simdgroup_matrix &operator=(const simdgroup_matrix &o) {
-        if (o.__h) __detail::mma_retain(o.__h);
-        if (__h) __detail::mma_release(__h);
+        if (__held(o)) __detail::mma_retain(o.__h);
+        if (__held(*this)) __detail::mma_release(__h);
         __e = o.__e;
-        __h = o.__h;
+        __h = __held(o);
         return *this;
     }
     simdgroup_matrix &operator=(simdgroup_matrix &&o) {
         if (this != &o) {
-            if (__h) __detail::mma_release(__h);
+            if (__held(*this)) __detail::mma_release(__h);
             __e = o.__e;
-            __h = o.__h;
+            __h = __held(o);
             o.__h = nullptr;
         }
         return *this;
     }
     ~simdgroup_matrix() {
-        if (__h) __detail::mma_release(__h);
+        if (__held(*this)) __detail::mma_release(__h);
     }
     // Wait for a pending result and keep the lane's two elements of it.
     void __materialize(const msl_sim_site &s) const {
@@ -105,7 +110,7 @@ constexpr lane_index_table lane_first_element{};
 template <class T, class P> inline void mat_load(thread simdgroup_matrix<T, 8, 8> &d, P src, ulong epr, ulong2 org, bool tr, const msl_sim_site &s) {
     uint row, col0;
     lane_pos(msl_sim_matrix_arrive(&s), row, col0);
-    if (d.__h) {
+    if (simdgroup_matrix<T, 8, 8>::__held(d)) {
         mma_release(d.__h);
         d.__h = nullptr;
     }
