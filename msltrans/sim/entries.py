@@ -18,6 +18,12 @@ def lanes_symbol(index: int) -> str:
     return f"__msl_sim_lanes_{index}"
 
 
+def lanes_frame_symbol(index: int) -> str:
+    """A constant the lanes pass defines beside the lanes entry: the bytes of its 32 lanes'
+    stack objects (unsigned 64-bit)."""
+    return f"{lanes_symbol(index)}_frame_bytes"
+
+
 def generate_entries(kernels: list[KernelSignature]) -> str:
     lines = ['#line 1 "<msl_sim entries>"']
     for index, kernel in enumerate(kernels):

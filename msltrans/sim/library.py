@@ -32,7 +32,7 @@ from msltrans.sim.args import (
 )
 from msltrans.sim.cache import headers_hash, temp_output
 from msltrans.sim.compiler import CODEGEN_FLAGS, LANGUAGE_FLAGS, SYSTEM_LIBS, find_compiler
-from msltrans.sim.entries import entry_symbol, lanes_symbol
+from msltrans.sim.entries import entry_symbol, lanes_frame_symbol, lanes_symbol
 from msltrans.sim.errors import LaunchError
 from msltrans.sim.faults import raise_report
 from msltrans.sim.lanes.plugin import available as lanes_pass
@@ -84,12 +84,13 @@ class Kernel:
     thread_execution_width = THREAD_EXECUTION_WIDTH
 
     def __init__(self, library: Library, signature: KernelSignature, entry: int,
-                 lanes: int = 0) -> None:
+                 lanes: int = 0, lanes_frame_bytes: int | None = None) -> None:
         self.library = library
         self.signature = signature
         self.name = signature.name
         self._entry = entry
         self._lanes = lanes   # the lanes entry (msltrans.sim.lanes), 0 where there is none
+        self._lanes_frame_bytes = lanes_frame_bytes
         self._static_tg = 0
 
     @property
@@ -97,6 +98,13 @@ class Kernel:
         """Whether the kernel runs a simdgroup at a time (the lanes pass gave it that entry;
         docs/simulator.md, "Lanes mode") unless MSLTRANS_SIM_LANES=fibers."""
         return bool(self._lanes)
+
+    @property
+    def lanes_frame_bytes(self) -> int | None:
+        """Bytes of the stack objects of one simdgroup's 32 lanes in lanes mode (the lanes
+        pass's layout: what the lanes keep in memory across their rendezvous), or None where
+        the kernel has no lanes entry."""
+        return self._lanes_frame_bytes
 
     @property
     def static_thread_group_memory_length(self) -> int:
@@ -293,7 +301,12 @@ class Library:
             entry = ctypes.cast(getattr(self._dll, entry_symbol(index)), ctypes.c_void_p).value
             lanes = getattr(self._dll, lanes_symbol(index), None)
             lanes_entry = ctypes.cast(lanes, ctypes.c_void_p).value if lanes is not None else 0
-            self._kernels[signature.name] = Kernel(self, signature, entry or 0, lanes_entry or 0)
+            frame_bytes = None
+            if lanes_entry:
+                frame = ctypes.c_uint64.in_dll(self._dll, lanes_frame_symbol(index))
+                frame_bytes = frame.value
+            self._kernels[signature.name] = Kernel(self, signature, entry or 0, lanes_entry or 0,
+                                                   frame_bytes)
 
     def __getattr__(self, name: str) -> Kernel:
         kernels = self.__dict__.get("_kernels", {})

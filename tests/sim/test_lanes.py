@@ -488,3 +488,48 @@ def test_a_pass_that_does_not_build_leaves_kernels_on_fibers(monkeypatch, tmp_pa
         assert lanes_plugin.plugin(find_compiler()) is None
     assert lanes_plugin.available(find_compiler()) == ""   # no second warning, no key
     assert lanes_plugin.lanes_flags(find_compiler()) == ()
+
+
+# Stores that nothing reads in lanes mode (objects.cpp, dropUnread): each thread_elements()
+# fills a call-site record for the per-thread path's wait on a pending product, which lanes
+# mode folds away, and each matrix has a handle only the per-thread path reads. Neither may
+# stay in the lanes' frames, nor the site of a run (a constant): eight products read once
+# each keep 9 matrices' elements (8 bytes per lane each), the sum's payload (4) and two
+# values live across the sum (the buffer's address, 8, and the lane's index, 2).
+FRAME_READS = HEADER + """
+#include <metal_simdgroup_matrix>
+kernel void eight_reads(device float* m [[buffer(0)]], ushort lane [[thread_index_in_simdgroup]]) {
+    simdgroup_float8x8 a, d0, d1, d2, d3, d4, d5, d6, d7;
+    simdgroup_load(a, m);
+    simdgroup_multiply_accumulate(d0, a, a, a);
+    simdgroup_multiply_accumulate(d1, a, a, a);
+    simdgroup_multiply_accumulate(d2, a, a, a);
+    simdgroup_multiply_accumulate(d3, a, a, a);
+    simdgroup_multiply_accumulate(d4, a, a, a);
+    simdgroup_multiply_accumulate(d5, a, a, a);
+    simdgroup_multiply_accumulate(d6, a, a, a);
+    simdgroup_multiply_accumulate(d7, a, a, a);
+    float2 e = d0.thread_elements() + d1.thread_elements() + d2.thread_elements() +
+               d3.thread_elements() + d4.thread_elements() + d5.thread_elements() +
+               d6.thread_elements() + d7.thread_elements();
+    m[64 + lane] = simd_sum(e.x + e.y);
+}
+"""
+
+
+def test_lanes_frames_keep_no_unread_records_or_handles(monkeypatch):
+    lib = sim.compile_shader(FRAME_READS, name="lanes_frame_reads.metal")
+    assert lib.eight_reads.lanes
+    assert lib.eight_reads.lanes_frame_bytes == (9 * 8 + 4 + 8 + 2) * 32
+    m = (np.arange(96, dtype=np.float32) % 7) / 4
+    outs = []
+    for mode in ("fibers", "lanes"):
+        monkeypatch.setenv("MSLTRANS_SIM_LANES", mode)
+        x = m.copy()
+        lib.eight_reads(x, threads=32, group_size=32)
+        outs.append(x[64:])
+    np.testing.assert_array_equal(outs[0], outs[1])
+    # Each lane: eight times the sum of A @ A + A over all 64 elements (float64 model; the
+    # products and sums of these quarters are exact in float).
+    a = m[:64].astype(np.float64).reshape(8, 8)
+    np.testing.assert_array_equal(outs[1], np.full(32, 8 * (a @ a + a).sum()))

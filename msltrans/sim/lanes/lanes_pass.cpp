@@ -16,6 +16,7 @@
 //   error: it starts the next pass or blocks the simdgroup while its lanes wait at a
 //   threadgroup barrier; then it dispatches on that lane's resume slot.
 //
+// Which functions reach a rendezvous, and the clone's inlining: reach.cpp.
 // simdgroup_matrix ops take the shim's lanes path (msl_sim_lanes_mode() is 1 here, 0 in
 // every other function): matrix.cpp counts loads and stores inline and makes runs of
 // multiply-accumulates rendezvous computed once per simdgroup. The 32 copies of each stack
@@ -48,7 +49,6 @@
 #include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/Local.h"
 
-#include <set>
 #include <string>
 
 namespace lanes_pass {
@@ -74,122 +74,8 @@ namespace {
 constexpr uint64_t LANES_STACK_LIMIT = 192 * 1024;   // all lanes' stack objects, on the stack
 constexpr uint64_t LANES_HEAP_LIMIT = 16 << 20;      // in the runtime's memory (lanes.c)
 
-struct Rendezvous {
-    const char *name;    // the shim's call (abi.h)
-    const char *lanes;   // the runtime's publishing variant: same parameters, returns void
-    const char *result;  // reads the call's result once the lane runs again (or nullptr)
-};
-const Rendezvous RENDEZVOUS[] = {
-    {"msl_sim_simd_exchange", "msl_sim_lanes_exchange", "msl_sim_lanes_exchange_result"},
-    {"msl_sim_simdgroup_barrier", "msl_sim_lanes_simdgroup_barrier", nullptr},
-    {"msl_sim_threadgroup_barrier", "msl_sim_lanes_threadgroup_barrier", nullptr},
-};
-// Runtime calls that need the per-thread model (fibers).
-const char *const FIBERS_ONLY[] = {"msl_sim_mma_record", "msl_sim_mma_wait", "msl_sim_mma_free",
-                                   "msl_sim_mma_complete"};
-// The shim's lanes-mode switch (1 in a lanes entry, 0 everywhere else) and its
-// multiply-accumulate, which the pass makes a rendezvous computed once per simdgroup.
-const char *const LANES_MODE = "msl_sim_lanes_mode";
-// A run of multiply-accumulates: published like a simdgroup barrier, with the lane's counted
-// matrix loads and stores (the runtime checks that the simdgroup is whole and every lane
-// live); the lane that releases it computes the run for the simdgroup.
-const Rendezvous MATRIX = {"msl_sim_lanes_mma", "msl_sim_lanes_matrix", nullptr};
 const char *const ENTRY_PREFIX = "__msl_sim_entry_";
 const char *const LANES_PREFIX = "__msl_sim_lanes_";
-
-const Rendezvous *rendezvousOf(const Function *f) {
-    if (!f) return nullptr;
-    for (const Rendezvous &r : RENDEZVOUS)
-        if (f->getName() == r.name) return &r;
-    return nullptr;
-}
-
-bool fibersOnly(const Function *f) {
-    if (!f) return false;
-    for (const char *name : FIBERS_ONLY)
-        if (f->getName() == name) return true;
-    return false;
-}
-
-// Functions whose calls (transitively) reach a rendezvous, and those that reach a call the
-// lanes model does not handle.
-struct Reach {
-    std::set<const Function *> rendezvous, refuse;
-};
-
-Reach reach(Module &m) {
-    Reach r;
-    bool changed = true;
-    while (changed) {
-        changed = false;
-        for (Function &f : m) {
-            if (f.isDeclaration()) continue;
-            bool hasR = r.rendezvous.count(&f), hasX = r.refuse.count(&f);
-            for (Instruction &i : instructions(f)) {
-                auto *cb = dyn_cast<CallBase>(&i);
-                if (!cb) continue;
-                Function *callee = cb->getCalledFunction();
-                bool lanesCall = isNamed(callee, LANES_MODE) || isNamed(callee, LANES_MMA);
-                if (!hasR && (rendezvousOf(callee) || lanesCall ||
-                              (callee && r.rendezvous.count(callee)))) {
-                    r.rendezvous.insert(&f);
-                    hasR = changed = true;
-                }
-                if (!hasX && (fibersOnly(callee) || (callee && r.refuse.count(callee)))) {
-                    r.refuse.insert(&f);
-                    hasX = changed = true;
-                }
-            }
-        }
-    }
-    return r;
-}
-
-// Replaces every call of the lanes-mode switch in `f` by `value`; whether there was one.
-bool setLanesMode(Function &f, int value) {
-    SmallVector<CallInst *, 16> calls;
-    for (Instruction &i : instructions(f))
-        if (auto *c = dyn_cast<CallInst>(&i))
-            if (isNamed(c->getCalledFunction(), LANES_MODE)) calls.push_back(c);
-    for (CallInst *c : calls) {
-        c->replaceAllUsesWith(ConstantInt::get(c->getType(), value));
-        c->eraseFromParent();
-    }
-    return !calls.empty();
-}
-
-// What of `g` (lanes mode set, its other paths folded away) still needs fibers, or "".
-std::string fibersOnlyIn(Function &g, const Reach &r) {
-    for (Instruction &i : instructions(g))
-        if (auto *cb = dyn_cast<CallBase>(&i)) {
-            Function *callee = cb->getCalledFunction();
-            if (fibersOnly(callee) || (callee && r.refuse.count(callee)))
-                return "simdgroup_matrix ops outside the lanes path";
-        }
-    return "";
-}
-
-// Why `g` (the clone, everything that reaches a rendezvous inlined) cannot run as lanes,
-// or "".
-std::string inlineAll(Function &g, const Reach &r) {
-    for (unsigned round = 0; round < 64; ++round) {
-        SmallVector<CallBase *, 16> calls;
-        for (Instruction &i : instructions(g)) {
-            auto *cb = dyn_cast<CallBase>(&i);
-            if (!cb) continue;
-            Function *callee = cb->getCalledFunction();
-            if (!callee && !cb->isInlineAsm()) return "an indirect call";
-            if (callee && !callee->isDeclaration() && r.rendezvous.count(callee))
-                calls.push_back(cb);
-        }
-        if (calls.empty()) return "";
-        for (CallBase *cb : calls) {
-            InlineFunctionInfo info;
-            if (!InlineFunction(*cb, info).isSuccess()) return "a call that cannot be inlined";
-        }
-    }
-    return "calls nested too deeply";
-}
 
 // Whether instruction `v` is live on entry to a block of `resume`.
 bool liveAcross(Instruction &v, const SmallPtrSetImpl<BasicBlock *> &resume) {
@@ -266,10 +152,11 @@ std::string transform(Function &g, Argument *threadArg) {
     SmallVector<Run, 16> runs;
     std::string why = formRuns(g, runs);
     if (!why.empty()) return why;
-    // Where a lane publishes its run's site (its own copy, like every stack object).
+    // Where a lane publishes the site of a run whose site is not a constant (its own copy,
+    // like every stack object).
     AllocaInst *siteSlot = nullptr;
     StructType *siteTy = StructType::get(ctx, {ptr, i32, i32, i32});
-    if (!runs.empty()) {
+    if (std::any_of(runs.begin(), runs.end(), [](const Run &r) { return !r.site; })) {
         IRBuilder<> sb(&*g.getEntryBlock().getFirstInsertionPt());
         siteSlot = sb.CreateAlloca(siteTy, nullptr, "lanes.site");
     }
@@ -344,6 +231,9 @@ std::string transform(Function &g, Argument *threadArg) {
     }
     total = alignTo(std::max<uint64_t>(total, 1), 64);
     if (total > LANES_HEAP_LIMIT) return "stack objects too large for 32 copies";
+    // Its size, for the library to report (Kernel.lanes_frame_bytes).
+    new GlobalVariable(m, i64, true, GlobalValue::ExternalLinkage, ConstantInt::get(i64, total),
+                       g.getName() + "_frame_bytes");
     Value *frames;
     if (total <= LANES_STACK_LIMIT) {
         AllocaInst *onStack = eb.CreateAlloca(ArrayType::get(i8, total), nullptr, "lanes.frames");
@@ -471,12 +361,16 @@ std::string transform(Function &g, Argument *threadArg) {
             // Publish the site, stop here; the lane whose arrival releases the rendezvous
             // checks that every lane stopped at this call and computes the run.
             CallInst *c = s.call;
-            cb.CreateStore(c->getArgOperand(5), cb.CreateStructGEP(siteTy, siteAt, 0));
-            cb.CreateStore(c->getArgOperand(6), cb.CreateStructGEP(siteTy, siteAt, 1));
-            cb.CreateStore(c->getArgOperand(7), cb.CreateStructGEP(siteTy, siteAt, 2));
-            cb.CreateStore(ConstantInt::get(i32, 4), cb.CreateStructGEP(siteTy, siteAt, 3));
+            Value *site = runs[runOf.lookup(c)].site;
+            if (!site) {
+                site = siteAt;
+                cb.CreateStore(c->getArgOperand(5), cb.CreateStructGEP(siteTy, site, 0));
+                cb.CreateStore(c->getArgOperand(6), cb.CreateStructGEP(siteTy, site, 1));
+                cb.CreateStore(c->getArgOperand(7), cb.CreateStructGEP(siteTy, site, 2));
+                cb.CreateStore(ConstantInt::get(i32, 4), cb.CreateStructGEP(siteTy, site, 3));
+            }
             cb.CreateStore(ConstantInt::get(i32, index), slot);
-            SmallVector<Value *, 5> args{siteAt};
+            SmallVector<Value *, 5> args{site};
             matrixCounts(cb, counts, args);
             CallInst *released = cb.CreateCall(matrixFn, args);
             released->setDebugLoc(c->getDebugLoc());
@@ -485,7 +379,7 @@ std::string transform(Function &g, Argument *threadArg) {
             cb.CreateCondBr(cb.CreateICmpNE(released, ConstantInt::get(i32, 0)), check, head);
             IRBuilder<> kb(check);
             Value *ok = kb.CreateCall(
-                checkFn, {resumeSlots, ConstantInt::get(i32, index), siteAt,
+                checkFn, {resumeSlots, ConstantInt::get(i32, index), site,
                           ConstantInt::get(i32, runs[runOf.lookup(c)].ops.size())});
             kb.CreateCondBr(kb.CreateICmpNE(ok, ConstantInt::get(i32, 0)), ops, head);
             IRBuilder<> ob(ops);

@@ -32,7 +32,7 @@ struct Access {
     uint64_t lo, hi;    // the bytes it touches, from the object's start
     Instruction *user;  // a load, store, memset or multiply-accumulate
     unsigned operand;   // which of its operands is the address
-    bool reads;
+    bool reads;         // (a load nothing uses does not: it goes with the stores)
 };
 
 // Every use of stack object `a` as a constant-offset access (through address arithmetic
@@ -53,7 +53,7 @@ bool collect(AllocaInst *a, SmallVectorImpl<Access> &out, bool &matrix) {
             } else if (auto *ld = dyn_cast<LoadInst>(user)) {
                 if (ld->isVolatile()) return false;
                 uint64_t size = dl.getTypeStoreSize(ld->getType()).getFixedValue();
-                out.push_back({at, at + size, ld, no, true});
+                out.push_back({at, at + size, ld, no, !ld->use_empty()});   // unused: not a read
             } else if (auto *st = dyn_cast<StoreInst>(user)) {
                 if (st->isVolatile() || no != 1) return false;   // the address stored: escapes
                 Type *t = st->getValueOperand()->getType();

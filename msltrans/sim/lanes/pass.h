@@ -11,6 +11,7 @@
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/Module.h"
 
+#include <set>
 #include <string>
 
 namespace lanes_pass {
@@ -30,6 +31,33 @@ void replaceAtUses(Value *v, function_ref<Value *(IRBuilder<> &)> make);
 SmallVector<Instruction *, 32> usersTree(Instruction *root);
 // A runtime entry point, declared as clang declares them under -fno-plt.
 FunctionCallee runtimeFn(Module &m, StringRef name, FunctionType *type);
+
+// ---- reach.cpp -----------------------------------------------------------------------
+// A rendezvous call of the shim (abi.h).
+struct Rendezvous {
+    const char *name;    // the shim's call
+    const char *lanes;   // the runtime's publishing variant: same parameters, returns void
+    const char *result;  // reads the call's result once the lane runs again (or nullptr)
+};
+// A run of multiply-accumulates: published like a simdgroup barrier, with the lane's counted
+// matrix loads and stores (the runtime checks that the simdgroup is whole and every lane
+// live); the lane that releases it computes the run for the simdgroup.
+extern const Rendezvous MATRIX;
+// The rendezvous `f` is (a SIMD op, a simdgroup or threadgroup barrier), or nullptr.
+const Rendezvous *rendezvousOf(const Function *f);
+// Functions whose calls (transitively) reach a rendezvous, and those that reach a call the
+// lanes model does not handle.
+struct Reach {
+    std::set<const Function *> rendezvous, refuse;
+};
+Reach reach(Module &m);
+// Replaces every call of the lanes-mode switch in `f` by `value`; whether there was one.
+bool setLanesMode(Function &f, int value);
+// What of `g` (lanes mode set, its other paths folded away) still needs fibers, or "".
+std::string fibersOnlyIn(Function &g, const Reach &r);
+// Why `g` (the clone, everything that reaches a rendezvous inlined) cannot run as lanes,
+// or "".
+std::string inlineAll(Function &g, const Reach &r);
 
 // ---- matrix.cpp ----------------------------------------------------------------------
 // Matrix loads, stores and fills (msl_sim_matrix_arrive, which counts each and hashes its
@@ -82,6 +110,7 @@ struct Mma {
 struct Run {
     CallInst *head;   // stays: the rendezvous; the run's other calls are gone
     SmallVector<Mma, 8> ops;
+    GlobalVariable *site;   // its site record (kind 4), where its parts are constants
 };
 std::string formRuns(Function &g, SmallVectorImpl<Run> &runs);
 // Where each stack object's 32 copies are: lane l's at frames + block + l * stride.
