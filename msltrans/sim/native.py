@@ -12,7 +12,7 @@ from msltrans.sim.cache import cache_dir, runtime_sources, temp_output, tree_has
 from msltrans.sim.compiler import TARGET_FLAGS, find_compiler, shell_command
 from msltrans.sim.errors import CompileError
 
-ABI_VERSION = 8
+ABI_VERSION = 9
 
 
 class Launch(ctypes.Structure):

@@ -103,6 +103,65 @@ bool liveAcross(Instruction &v, const SmallPtrSetImpl<BasicBlock *> &resume) {
     return false;
 }
 
+// The view's fields (runtime sched.h) a lane's inline publish uses.
+struct Publish {
+    Value *sg, *sites, *fiberBytes, *state, *slots, *buffers;
+};
+
+// A lane's publish at a SIMD op or simdgroup barrier (`call`) without the runtime's call,
+// doing what exchange() (runtime rendezvous.c) does for a lane that neither starts nor
+// releases the rendezvous, where the first lane waits at the same site record: b branches
+// to the returned block (the publish done) when so, to `slow` otherwise. Nullptr, nothing
+// emitted, for other rendezvous and payloads of unknown or too large size.
+BasicBlock *publishInline(IRBuilder<> &b, const Publish &v, CallInst &call, Value *lane,
+                          Value *lane64, BasicBlock *slow) {
+    constexpr uint64_t EXCHANGE_BYTES = 128, WAIT_SIMD = 2;   // abi.h, sched.h
+    StringRef name = call.getCalledFunction()->getName();
+    Value *data = nullptr;
+    uint64_t size = 0;
+    if (name == "msl_sim_simd_exchange") {
+        auto *n = dyn_cast<ConstantInt>(call.getArgOperand(2));
+        if (!n || n->getZExtValue() > EXCHANGE_BYTES) return nullptr;
+        data = call.getArgOperand(1);
+        size = n->getZExtValue();
+    } else if (name != "msl_sim_simdgroup_barrier") {
+        return nullptr;
+    }
+    LLVMContext &ctx = call.getContext();
+    Type *i8 = b.getInt8Ty(), *i32 = b.getInt32Ty();
+    PointerType *ptr = PointerType::get(ctx, 0);
+    Value *site = call.getArgOperand(0);
+    // msl_sim_simdgroup: live at 4, waiting at 8, gen at 12, waiting_mask at 24, site0 at 40.
+    auto field = [&](IRBuilder<> &at, uint64_t offset) {
+        return at.CreateConstInBoundsGEP1_64(i8, v.sg, offset);
+    };
+    Value *waiting = b.CreateLoad(i32, field(b, 8));
+    Value *after = b.CreateAdd(waiting, ConstantInt::get(i32, 1));
+    Value *middle = b.CreateAnd(
+        {b.CreateICmpNE(waiting, ConstantInt::get(i32, 0)),
+         b.CreateICmpNE(after, b.CreateLoad(i32, field(b, 4))),
+         b.CreateICmpEQ(b.CreateLoad(ptr, field(b, 40)), site)});
+    BasicBlock *fast = BasicBlock::Create(ctx, "lanes.publish.inline", b.GetInsertBlock()->getParent());
+    b.CreateCondBr(middle, fast, slow);
+    IRBuilder<> fb(fast);
+    Value *buffer = fb.CreateAnd(fb.CreateLoad(i32, field(fb, 12)), ConstantInt::get(i32, 1));
+    if (size) {
+        Value *slots = fb.CreateLoad(
+            ptr, fb.CreateInBoundsGEP(ptr, v.slots, fb.CreateZExt(buffer, fb.getInt64Ty())));
+        Value *slot = fb.CreateInBoundsGEP(
+            i8, slots, fb.CreateMul(lane64, fb.getInt64(EXCHANGE_BYTES)));
+        fb.CreateMemCpy(slot, Align(1), data, Align(1), size);
+    }
+    fb.CreateStore(ConstantInt::get(i8, WAIT_SIMD), fb.CreateInBoundsGEP(i8, v.state, lane64));
+    fb.CreateStore(site, fb.CreateInBoundsGEP(i8, v.sites, fb.CreateMul(lane64, v.fiberBytes)));
+    Value *mask = field(fb, 24);
+    fb.CreateStore(fb.CreateOr(fb.CreateLoad(i32, mask),
+                               fb.CreateShl(ConstantInt::get(i32, 1), lane)), mask);
+    fb.CreateStore(fb.CreateTrunc(buffer, i8), fb.CreateInBoundsGEP(i8, v.buffers, lane64));
+    fb.CreateStore(after, field(fb, 8));
+    return fast;
+}
+
 std::string transform(Function &g, Argument *threadArg) {
     Module &m = *g.getParent();
     LLVMContext &ctx = m.getContext();
@@ -250,8 +309,8 @@ std::string transform(Function &g, Argument *threadArg) {
     // The simdgroup's view (runtime sched.h, struct msl_sim_lanes_view): its fields stay
     // the same for the whole call.
     FunctionCallee viewFn = runtimeFn(m, "msl_sim_lanes_view", FunctionType::get(ptr, false));
-    StructType *viewTy = StructType::get(
-        ctx, {ptr, ptr, ptr, ptr, ptr, ptr, ptr, i32, i32, ArrayType::get(ptr, 2), ptr, ptr});
+    StructType *viewTy = StructType::get(ctx, {ptr, ptr, ptr, ptr, ptr, ptr, ptr, i32, i32,
+                                               ArrayType::get(ptr, 2), ptr, ptr, ptr, ptr, i64});
     Value *view = eb.CreateCall(viewFn, {}, "lanes.view");
     auto field = [&](unsigned k, Type *t, const char *name) {
         return eb.CreateLoad(t, eb.CreateStructGEP(viewTy, view, k), name);
@@ -263,6 +322,8 @@ std::string transform(Function &g, Argument *threadArg) {
     Value *vLanes = field(8, i32, "lanes.count");
     Value *vMasks = field(10, ptr, "lanes.masks"), *vBuffers = field(11, ptr, "lanes.buffers");
     Value *vSlots = eb.CreateStructGEP(viewTy, view, 9, "lanes.gen_slots");
+    Publish inlined{field(12, ptr, "lanes.sg"), field(13, ptr, "lanes.sites"),
+                    field(14, i64, "lanes.fiber_bytes"), vState, vSlots, vBuffers};
     eb.CreateBr(head);
 
     // The loop head: the next ready lane of the pass, found here as msl_sim_lanes_next
@@ -397,12 +458,23 @@ std::string transform(Function &g, Argument *threadArg) {
         }
         FunctionCallee publish =
             runtimeFn(m, s.kind->lanes, FunctionType::get(Type::getVoidTy(ctx), types, false));
-        CallInst *p = cb.CreateCall(publish, args);
-        p->setDebugLoc(s.call->getDebugLoc());
-        cb.CreateStore(ConstantInt::get(i32, index), slot);
         b->getTerminator()->eraseFromParent();
+        IRBuilder<> pb(b);
+        // A lane in the middle of the rendezvous publishes inline, the others call.
+        BasicBlock *call = BasicBlock::Create(ctx, "lanes.publish", &g);
+        if (BasicBlock *fast = publishInline(pb, inlined, *s.call, lane, lane64, call)) {
+            IRBuilder<> fb(fast);
+            fb.CreateStore(ConstantInt::get(i32, index), slot);
+            fb.CreateBr(head);
+            pb.SetInsertPoint(call);
+        } else {
+            call->eraseFromParent();
+        }
+        CallInst *p = pb.CreateCall(publish, args);
+        p->setDebugLoc(s.call->getDebugLoc());
+        pb.CreateStore(ConstantInt::get(i32, index), slot);
+        pb.CreateBr(head);
         s.call->eraseFromParent();
-        BranchInst::Create(head, b);
     }
     // A lane that returns is done; the others go on.
     SmallVector<ReturnInst *, 8> rets;

@@ -132,8 +132,16 @@ int msl_sim_lanes_next(void) {
 _Static_assert(__builtin_offsetof(struct msl_sim_lanes_view, error) == 48, "lanes view layout");
 _Static_assert(__builtin_offsetof(struct msl_sim_lanes_view, first) == 56, "lanes view layout");
 _Static_assert(__builtin_offsetof(struct msl_sim_lanes_view, gen_slots) == 64, "lanes view layout");
-_Static_assert(sizeof(struct msl_sim_lanes_view) == 96, "lanes view layout");
-_Static_assert(MSL_SIM_READY == 0 && MSL_SIM_RUNNING == 1, "states the lanes pass uses");
+_Static_assert(__builtin_offsetof(struct msl_sim_lanes_view, sg) == 96, "lanes view layout");
+_Static_assert(sizeof(struct msl_sim_lanes_view) == 120, "lanes view layout");
+_Static_assert(MSL_SIM_READY == 0 && MSL_SIM_RUNNING == 1 && MSL_SIM_WAIT_SIMD == 2,
+               "states the lanes pass uses");
+/* The simdgroup fields the inline publish reads and writes. */
+_Static_assert(__builtin_offsetof(msl_sim_simdgroup, live) == 4 &&
+               __builtin_offsetof(msl_sim_simdgroup, waiting) == 8 &&
+               __builtin_offsetof(msl_sim_simdgroup, gen) == 12 &&
+               __builtin_offsetof(msl_sim_simdgroup, waiting_mask) == 24 &&
+               __builtin_offsetof(msl_sim_simdgroup, site0) == 40, "simdgroup layout");
 const struct msl_sim_lanes_view *msl_sim_lanes_view(void) {
     msl_sim_worker *w = msl_sim_self();
     return &w->lanes_views[w->cur_sg];
@@ -205,6 +213,9 @@ void msl_sim_lanes_run(msl_sim_worker *w) {
         v->gen_slots[1] = w->slots[s][1];
         v->masks = w->sgs[s].mask;
         v->buffers = w->lane_buffer[s];
+        v->sg = &w->sgs[s];
+        v->sites = &w->fibers[s * MSL_SIM_SIMD_WIDTH].site;
+        v->fiber_bytes = sizeof(msl_sim_fiber);
         w->lane_pos[s] = -1;
         w->lane_progress[s] = 0;
         w->sg_fresh[s] = 1;

@@ -130,7 +130,14 @@ typedef struct msl_sim_worker {
            payload slots and mask of the lane's generation (buffers[lane]). */
         const void *gen_slots[2];
         const unsigned *masks;        /* sgs[s].mask */
-        const unsigned char *buffers; /* lane_buffer[s] */
+        unsigned char *buffers;       /* lane_buffer[s] */
+        /* A lane's publish at a SIMD op or simdgroup barrier done inline (what exchange() in
+           rendezvous.c writes), where the lane neither starts nor releases the rendezvous
+           and the rendezvous' first lane waits at the same site record (profiled builds
+           have no lanes entry). */
+        msl_sim_simdgroup *sg;        /* &sgs[s] */
+        const msl_sim_site **sites;   /* &fibers[first].site: lane l's at + l * fiber_bytes */
+        unsigned long fiber_bytes;    /* sizeof(msl_sim_fiber) */
     } lanes_views[MSL_SIM_MAX_SIMDGROUPS];
     /* The payload generation of each lane's last SIMD op: the slots it reads its result
        from (rendezvous.c, and lanes mode's loop head through lanes_views). */

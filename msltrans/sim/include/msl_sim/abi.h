@@ -4,7 +4,7 @@
 #ifndef MSL_SIM_ABI_H
 #define MSL_SIM_ABI_H
 
-#define MSL_SIM_ABI_VERSION 8
+#define MSL_SIM_ABI_VERSION 9
 #define MSL_SIM_SIMD_WIDTH 32
 #define MSL_SIM_EXCHANGE_BYTES 128  /* largest payload one lane publishes per SIMD op */
 
