@@ -6,8 +6,10 @@
 // rendezvous, like the fibers of the per-thread model but without a context per lane:
 //
 // - every rendezvous call is split out: the lane publishes (the runtime's msl_sim_lanes_*
-//   variant, which never blocks), keeps where it stopped in a per-lane resume slot and goes
-//   back to the loop head; resumed, it reads the call's result from the runtime;
+//   variant, which never blocks; at a SIMD op or simdgroup barrier a lane that neither
+//   starts nor releases it writes what that variant would, inline), keeps where it stopped
+//   in a per-lane resume slot and goes back to the loop head; resumed, it reads the call's
+//   result from the simdgroup's view;
 // - values live across a rendezvous, and every stack object, get one copy per lane (32
 //   slots, indexed by the lane the loop head chose);
 // - the loop head takes the next ready lane of the pass from the runtime's view of the
@@ -141,7 +143,8 @@ BasicBlock *publishInline(IRBuilder<> &b, const Publish &v, CallInst &call, Valu
         {b.CreateICmpNE(waiting, ConstantInt::get(i32, 0)),
          b.CreateICmpNE(after, b.CreateLoad(i32, field(b, 4))),
          b.CreateICmpEQ(b.CreateLoad(ptr, field(b, 40)), site)});
-    BasicBlock *fast = BasicBlock::Create(ctx, "lanes.publish.inline", b.GetInsertBlock()->getParent());
+    BasicBlock *fast =
+        BasicBlock::Create(ctx, "lanes.publish.inline", b.GetInsertBlock()->getParent());
     b.CreateCondBr(middle, fast, slow);
     IRBuilder<> fb(fast);
     Value *buffer = fb.CreateAnd(fb.CreateLoad(i32, field(fb, 12)), ConstantInt::get(i32, 1));

@@ -10,6 +10,9 @@
 //   adjacent (lane l's at l * 8 bytes for float), and a multiply-accumulate reads each row
 //   as two 16-byte pieces (the shim's packed path, matrix.h). Ranges that are only ever
 //   written (the handles) go away.
+// - In every other object accessed only at constant offsets, stores into bytes nothing
+//   reads go too (call-site records whose reading call lanes mode folded away): in lanes
+//   mode each was a store per lane to memory that stays.
 // - Call-site records the shim fills with constants before a rendezvous or a matrix load
 //   become constants (no stores per lane).
 // - An object's address plus a constant, used after a rendezvous, is computed again where
