@@ -303,8 +303,11 @@ class Library:
             lanes_entry = ctypes.cast(lanes, ctypes.c_void_p).value if lanes is not None else 0
             frame_bytes = None
             if lanes_entry:
-                frame = ctypes.c_uint64.in_dll(self._dll, lanes_frame_symbol(index))
-                frame_bytes = frame.value
+                try:
+                    frame = ctypes.c_uint64.in_dll(self._dll, lanes_frame_symbol(index))
+                    frame_bytes = frame.value
+                except ValueError:   # a pass that did not say
+                    pass
             self._kernels[signature.name] = Kernel(self, signature, entry or 0, lanes_entry or 0,
                                                    frame_bytes)
 
