@@ -214,14 +214,6 @@ std::string transform(Function &g, Argument *threadArg) {
     SmallVector<Run, 16> runs;
     std::string why = formRuns(g, runs);
     if (!why.empty()) return why;
-    // Where a lane publishes the site of a run whose site is not a constant (its own copy,
-    // like every stack object).
-    AllocaInst *siteSlot = nullptr;
-    StructType *siteTy = StructType::get(ctx, {ptr, i32, i32, i32});
-    if (std::any_of(runs.begin(), runs.end(), [](const Run &r) { return !r.site; })) {
-        IRBuilder<> sb(&*g.getEntryBlock().getFirstInsertionPt());
-        siteSlot = sb.CreateAlloca(siteTy, nullptr, "lanes.site");
-    }
     DenseMap<CallInst *, unsigned> runOf;
     for (unsigned k = 0; k < runs.size(); ++k) runOf[runs[k].head] = k;
 
@@ -376,14 +368,12 @@ std::string transform(Function &g, Argument *threadArg) {
     resetMatrixCounts(bb, counts, lane);
     // Each use of a stack object computes the lane's copy where it is (a value the lanes'
     // code carries from the loop head would be one more register, or spill, per object).
-    Value *siteAt = nullptr;   // the lane's copy of siteSlot
     for (auto &[a, place] : places) {
         auto copyAt = [&, &place = place](IRBuilder<> &ub) {
             Value *offset = ub.CreateMul(lane64, ConstantInt::get(i64, place.stride));
             return ub.CreateInBoundsGEP(
                 i8, frames, ub.CreateAdd(offset, ConstantInt::get(i64, place.block)));
         };
-        if (a == siteSlot) siteAt = copyAt(bb);
         replaceAtUses(a, copyAt);
         a->eraseFromParent();
     }
@@ -426,13 +416,6 @@ std::string transform(Function &g, Argument *threadArg) {
             // checks that every lane stopped at this call and computes the run.
             CallInst *c = s.call;
             Value *site = runs[runOf.lookup(c)].site;
-            if (!site) {
-                site = siteAt;
-                cb.CreateStore(c->getArgOperand(5), cb.CreateStructGEP(siteTy, site, 0));
-                cb.CreateStore(c->getArgOperand(6), cb.CreateStructGEP(siteTy, site, 1));
-                cb.CreateStore(c->getArgOperand(7), cb.CreateStructGEP(siteTy, site, 2));
-                cb.CreateStore(ConstantInt::get(i32, 4), cb.CreateStructGEP(siteTy, site, 3));
-            }
             cb.CreateStore(ConstantInt::get(i32, index), slot);
             SmallVector<Value *, 5> args{site};
             matrixCounts(cb, counts, args);

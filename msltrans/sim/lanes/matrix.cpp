@@ -153,23 +153,15 @@ std::string formRuns(Function &g, SmallVectorImpl<Run> &runs) {
         }
     }
     for (CallInst *c : members) c->eraseFromParent();
-    // Each run's site record (file, line, column, kind), a constant where the shim passes
-    // constants (it does): one per distinct site.
-    LLVMContext &ctx = g.getContext();
-    Type *i32 = Type::getInt32Ty(ctx);
-    StructType *siteTy = StructType::get(ctx, {PointerType::get(ctx, 0), i32, i32, i32});
-    DenseMap<Constant *, GlobalVariable *> globals;
+    // Each run's site record (file, line, column, kind 4): the shim passes constants.
+    Type *i32 = Type::getInt32Ty(g.getContext());
+    SiteConstants made;
     for (Run &r : runs) {
         auto *file = dyn_cast<Constant>(r.head->getArgOperand(5));
         auto *line = dyn_cast<ConstantInt>(r.head->getArgOperand(6));
         auto *col = dyn_cast<ConstantInt>(r.head->getArgOperand(7));
-        if (!file || !line || !col) continue;
-        Constant *init = ConstantStruct::get(siteTy, {file, line, col, ConstantInt::get(i32, 4)});
-        GlobalVariable *&site = globals[init];
-        if (!site)
-            site = new GlobalVariable(*g.getParent(), siteTy, true, GlobalValue::PrivateLinkage,
-                                      init, "lanes.run_site");
-        r.site = site;
+        if (!file || !line || !col) return "a multiply-accumulate whose site is not a constant";
+        r.site = siteConstant(*g.getParent(), {file, line, col, ConstantInt::get(i32, 4)}, made);
     }
     return "";
 }

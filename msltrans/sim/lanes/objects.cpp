@@ -27,6 +27,7 @@
 #include "llvm/IR/IntrinsicInst.h"
 
 #include <algorithm>
+#include <array>
 
 namespace lanes_pass {
 namespace {
@@ -263,12 +264,20 @@ SmallVector<Instruction *, 32> usersTree(Instruction *root) {
     return order;
 }
 
+GlobalVariable *siteConstant(Module &m, ArrayRef<Constant *> fields, SiteConstants &made) {
+    LLVMContext &ctx = m.getContext();
+    Type *i32 = Type::getInt32Ty(ctx);
+    StructType *siteTy = StructType::get(ctx, {PointerType::get(ctx, 0), i32, i32, i32});
+    Constant *init = ConstantStruct::get(siteTy, fields);
+    GlobalVariable *&site = made[init];
+    if (!site)
+        site = new GlobalVariable(m, siteTy, true, GlobalValue::PrivateLinkage, init,
+                                  "lanes.site");
+    return site;
+}
+
 void constantSites(Function &g) {
     Module &m = *g.getParent();
-    LLVMContext &ctx = m.getContext();
-    StructType *siteTy = StructType::get(
-        ctx, {PointerType::get(ctx, 0), Type::getInt32Ty(ctx), Type::getInt32Ty(ctx),
-              Type::getInt32Ty(ctx)});
     SmallVector<std::pair<CallInst *, AllocaInst *>, 64> calls;
     for (Instruction &i : instructions(g))
         if (auto *c = dyn_cast<CallInst>(&i))
@@ -276,21 +285,16 @@ void constantSites(Function &g) {
                 if (auto *a = dyn_cast<AllocaInst>(c->getArgOperand(0)))
                     if (isSiteCall(c, a)) calls.push_back({c, a});
     // Fields first for every call (each reads the stores before it), then the changes.
-    SmallVector<std::pair<CallInst *, Constant *>, 64> sites;
+    SmallVector<std::pair<CallInst *, std::array<Constant *, 4>>, 64> sites;
     for (auto [c, a] : calls) {
-        Constant *field[4];
-        if (constantSite(a, c, field))
-            sites.push_back({c, ConstantStruct::get(siteTy, ArrayRef(field, 4))});
+        std::array<Constant *, 4> field;
+        if (constantSite(a, c, field.data())) sites.push_back({c, field});
     }
     SmallPtrSet<AllocaInst *, 32> objects;
-    DenseMap<Constant *, GlobalVariable *> globals;   // one per distinct site
-    for (auto [c, init] : sites) {
+    SiteConstants made;
+    for (auto &[c, field] : sites) {
         objects.insert(cast<AllocaInst>(c->getArgOperand(0)));
-        GlobalVariable *&site = globals[init];
-        if (!site)
-            site = new GlobalVariable(m, siteTy, true, GlobalValue::PrivateLinkage, init,
-                                      "lanes.site");
-        c->setArgOperand(0, site);
+        c->setArgOperand(0, siteConstant(m, field, made));
     }
     // Objects now only written (no site call reads them any more): gone.
     for (AllocaInst *a : objects) {

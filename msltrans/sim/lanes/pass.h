@@ -86,6 +86,10 @@ void matrixCounts(IRBuilder<> &b, const MatrixCounts &counts, SmallVectorImpl<Va
 // (each matrix's elements an object of its own), and in every one the stores into bytes
 // that nothing reads dropped (the object too if nothing is left).
 void tidyObjects(Function &g, ArrayRef<AllocaInst *> keep);
+// A call-site record (file, line, column, kind: abi.h's msl_sim_site) of constant fields as
+// a private constant of `m`, one per distinct record in `made`.
+using SiteConstants = DenseMap<Constant *, GlobalVariable *>;
+GlobalVariable *siteConstant(Module &m, ArrayRef<Constant *> fields, SiteConstants &made);
 // Site objects (file, line, column, kind) that the shim fills with constants just before
 // passing them to a matrix count or a rendezvous: constants instead (no stores per lane);
 // objects left write-only go.
@@ -110,7 +114,7 @@ struct Mma {
 struct Run {
     CallInst *head;   // stays: the rendezvous; the run's other calls are gone
     SmallVector<Mma, 8> ops;
-    GlobalVariable *site;   // its site record (kind 4), where its parts are constants
+    GlobalVariable *site;   // its site record (kind 4), a constant
 };
 std::string formRuns(Function &g, SmallVectorImpl<Run> &runs);
 // Where each stack object's 32 copies are: lane l's at frames + block + l * stride.
