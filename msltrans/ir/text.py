@@ -29,6 +29,17 @@ class OpText:
     loc: Location
 
 
+def _unescape(text: str) -> str:
+    """An MLIR string literal's contents as text: the printer writes bytes outside printable
+    ASCII (a UTF-8 file or variable name) as `\\XX` hex pairs."""
+    if "\\" not in text:
+        return text
+    raw = re.sub(rb"\\(\\|[0-9A-Fa-f]{2})",
+                 lambda m: m.group(1) if m.group(1) == b"\\" else bytes([int(m.group(1), 16)]),
+                 text.encode("utf-8"))
+    return raw.decode("utf-8", errors="replace")
+
+
 def _resolve_loc(expr: str, aliases: dict[str, str], depth: int = 0) -> Location:
     """Resolve `loc(...)` text (or an alias) to the innermost file:line:col and name."""
     expr = expr.strip()
@@ -42,11 +53,11 @@ def _resolve_loc(expr: str, aliases: dict[str, str], depth: int = 0) -> Location
         return UNKNOWN_LOC
     m = re.match(r'^"([^"]*)":(\d+):(\d+)', expr)
     if m:
-        return Location(m.group(1), int(m.group(2)), int(m.group(3)))
+        return Location(_unescape(m.group(1)), int(m.group(2)), int(m.group(3)))
     m = re.match(r'^"([^"]*)"\((.*)\)$', expr)  # NameLoc("name"(child))
     if m:
         child = _resolve_loc(m.group(2), aliases, depth + 1)
-        return Location(child.file, child.line, child.col, m.group(1))
+        return Location(child.file, child.line, child.col, _unescape(m.group(1)))
     m = re.match(r"^callsite\((.*) at (.*)\)$", expr)
     if m:  # inlined: the callee's line, unless the callee is Triton's own library code
         callee = _resolve_loc(m.group(1), aliases, depth + 1)

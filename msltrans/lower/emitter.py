@@ -16,7 +16,7 @@ from msltrans.analysis.axis_info import AxisAnalysis
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir.model import Block, Op, Value
 from msltrans.ir.types import TensorType
-from msltrans.lower import msl_types
+from msltrans.lower import msl_ascii, msl_types
 from msltrans.lower.layouts import LayoutRef, LayoutTable
 from msltrans.lower.registry import lookup
 from msltrans.lower.templates import macros
@@ -35,7 +35,7 @@ _RESERVED = {
 
 
 def sanitize(name: str) -> str:
-    name = re.sub(r"\W", "_", name)
+    name = re.sub(r"\W", "_", msl_ascii.identifier(name), flags=re.ASCII)
     if not name or name[0].isdigit():
         name = "v_" + name
     if name in _RESERVED or name.startswith("msl_"):

@@ -9,7 +9,7 @@ from msltrans.analysis.axis_info import AxisAnalysis
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir.model import Function, Module
 from msltrans.ir.types import PointerType, ScalarType
-from msltrans.lower import msl_types, ops_debug
+from msltrans.lower import msl_ascii, msl_types, ops_debug
 from msltrans.lower.cfg import emit_region
 from msltrans.lower.dot.choose import fragments_enabled
 from msltrans.lower.dot.fragment_loop import PIN_NONE, PIN_SEPARATE, PIN_SHARED, pinned_bytes
@@ -187,14 +187,14 @@ def _lower(module: Module, fn: Function, threads: int, enable_fp_fusion: bool,
     scratch_bytes = (max(em.scratch_bytes, tiles_base + tiles_bytes) + 15) // 16 * 16
     scratch_words = scratch_bytes // 8
     struct = bindings.args_struct
-    source = render(
+    source = msl_ascii.ascii_source(render(
         "kernel.metal.j2", function=fn.name, source=fn.loc.short(), num_warps=module.num_warps,
         threads=threads, layouts=layout_data, prelude=em.prelude, kernel_name=name,
         params=decls, scratch_words=scratch_words, scratch_bytes=scratch_bytes,
         tiles_base_words=tiles_base // 8 if tiles_bytes else None, tiles_bytes=tiles_bytes,
         args_struct=struct.declaration() if struct else "",
         arg_locals=struct.locals() if struct else [], version_guard=_version_guard(em),
-        body=em.lines)
+        body=em.lines), fn.loc.short())
     return MslProgram(
         source=source, kernel_name=name, num_warps=module.num_warps, threads_per_group=threads,
         params=tuple(bindings.params), shared_bytes=scratch_bytes,

@@ -60,7 +60,7 @@ def gather(em: Emitter, op: Op) -> None:
     em.line(f"msl_unroll for (uint {REG} = 0; {REG} < {L_out.regs}u; ++{REG}) {{")
     em.line(f"    long {k} = long({em.at(idx)});")
     em.line(f"    {name}[{REG}] = ({k} >= 0L && {k} < {s_shape[axis]}L) ? "
-            f"{rcast}buf[{' + '.join(terms)}] : {zero_literal(c)};  // out of range: UB → 0")
+            f"{rcast}buf[{' + '.join(terms)}] : {zero_literal(c)};  // out of range: UB -> 0")
     em.line("}")
     em.indent(-1)
     em.line("}")

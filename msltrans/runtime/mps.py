@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from msltrans import math_mode, msl_version
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.runtime._cache import LibraryCache
 
@@ -65,6 +66,7 @@ class MpsEngine:
         self.libraries = LibraryCache(_compile)
 
     def load(self, source: str, kernel_name: str) -> Any:
+        math_mode.check_launch(msl_version.target())
         check_device_features(source, self.device_name)
         return getattr(self.libraries.get(source), kernel_name)
 

@@ -10,6 +10,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from msltrans.sim import fp_pragmas
 from msltrans.sim.attributes import check_source
 from msltrans.sim.cache import atomic_write, cache_dir, temp_output
 from msltrans.sim.compiler import (
@@ -106,6 +107,7 @@ def build(source: str, name: str, compiler: Compiler, key: str,
         preprocessed = _run(argv, work, "preprocessing", name, keep)
         pre = split_preprocessed(preprocessed, shim_dir)
         check_source(pre.text, pre.in_user_code, name, frozenset({KERNEL_MARK, TG_ATTR_MARK}))
+        fp_pragmas.check(pre.text, pre.in_user_code, name, version)
         # Kernel discovery first: it only blanks (lengths stay), so user ranges stay valid
         # for the threadgroup rewrite, which changes lengths.
         kernels, pre.text = find_kernels(pre)

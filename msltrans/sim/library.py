@@ -18,6 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from msltrans import math_mode
 from msltrans.sim import native, profiling
 from msltrans.sim.args import (
     SLACK_BYTE,
@@ -372,8 +373,11 @@ def compile_shader(source: str, name: str = "shader.metal",
 
     version = versions.parse(msl_version) if msl_version else versions.target()
     dirs = tuple(str(Path(d).resolve()) for d in include_dirs)
+    # The fast-math setting is part of the key: the build checks the source's pragmas against
+    # it (msltrans/sim/fp_pragmas.py), so a fast-math process never reuses an unchecked build.
     text = "\0".join([_config_hash(), str(version), name, *dirs, source,
-                      "profile" if profile else ""])
+                      "profile" if profile else "",
+                      "torch-fast-math" if math_mode.torch_fast_math() else ""])
     key = hashlib.sha256(text.encode()).hexdigest()
     cached = _loaded.get(key)
     if cached is not None and not (cached.deps and deps_changed(cached.deps)):

@@ -57,7 +57,7 @@ template <typename T> inline T msl_fma16(T a, T b, T c) {
 }
 // erf (Metal has none): msltrans's own least-squares fits (scripts/fit_erf.py), evaluated
 // with fma. |x| <= 0.875: x + x*p(x^2); 0.875 < |x| < 3.93: 1 - exp(q(|x|)), q fitting
-// log(erfc); beyond, erf rounds to ±1 in float. Accuracy: docs/semantics.md, "Math accuracy".
+// log(erfc); beyond, erf rounds to +/-1 in float. Accuracy: docs/semantics.md, "Math accuracy".
 inline float msl_erf(float a) {
     float t = fabs(a);
     if (t >= 3.93f) {

@@ -1,6 +1,6 @@
 // msltrans fp8 support: fp8 values are bytes (uchar); these helpers decode and encode them
 // (docs/semantics.md, "fp8"). Decoding is exact. Encoding rounds like Triton's NVIDIA
-// backend (cvt.rn.satfinite): RTNE, finite overflow and ±inf to ±max, NaN to 0x7f.
+// backend (cvt.rn.satfinite): RTNE, finite overflow and +/-inf to +/-max, NaN to 0x7f.
 // specials: 0 none (e2m1), 1 IEEE inf/NaN at the top exponent (e5m2), 2 only S.1111.111 is NaN
 // (e4m3fn).
 inline float msl_f8_decode(uchar b, uint mbits, uint bias, uint specials) {
@@ -26,7 +26,7 @@ inline bfloat msl_float_to_bfloat_canon(float f) { return isnan(f) ? as_type<bfl
 inline half msl_f8e4m3_to_half(uchar b) { return msl_float_to_half_canon(msl_f8e4m3_to_float(b)); }
 inline half msl_f8e5m2_to_half(uchar b) { return msl_float_to_half_canon(msl_f8e5m2_to_float(b)); }
 
-// float -> fp8 bits. rtz: truncate instead of RTNE (then ±inf stays ±inf when the format has
+// float -> fp8 bits. rtz: truncate instead of RTNE (then +/-inf stays +/-inf when the format has
 // one, as NVIDIA's f32 -> e5m2 rtz path does).
 inline uchar msl_f8_encode(float x, uint mbits, uint bias, uint max_code, bool rtz, bool has_inf) {
     uint bits = as_type<uint>(x);
