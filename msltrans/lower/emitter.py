@@ -23,6 +23,7 @@ from msltrans.lower.templates import macros
 from msltrans.lower.unroll import cap_unroll
 
 REG = "msl_r"  # the register index in element loops
+COHERENT = "coherent(device)"  # MSL 3.2 (section 4.8): lower/coherence.py decides where
 LANE, WARP, TID = "msl_lane", "msl_warp", "msl_tid"
 _RESERVED = {
     "bool", "char", "short", "int", "long", "half", "float", "double", "bfloat", "uint",
@@ -67,6 +68,8 @@ class Emitter:
         self.buffer_alignment: dict[int, int] = {}
         self.msl_version = msl_version.DEFAULT  # the target (lower_module sets it)
         self.msl_features: set[str] = set()  # version-gated features the kernel uses
+        # Pointer values whose MSL type carries coherent(device) (lower/coherence.py).
+        self.coherent_values: frozenset[int] = frozenset()
         # Pointer values held as 32-bit element offsets: value id -> the MSL name of the
         # buffer argument they count from (lower/pointer_offsets.py).
         self.offset_base: dict[int, str] = {}
@@ -112,7 +115,13 @@ class Emitter:
     def ctype(self, v: Value) -> str:
         if v.id in self.offset_base:
             return "int"  # a pointer held as an element offset (pointer_offsets.py)
+        if v.id in self.coherent_values:
+            return f"{COHERENT} {msl_types.ctype(v.type, self.where())}"
         return msl_types.ctype(v.type, self.where())
+
+    def pointer_space(self, ptr: Value) -> str:
+        """The address space (and coherence qualifier) to cast a pointer `ptr` into."""
+        return f"{COHERENT} device" if ptr.id in self.coherent_values else "device"
 
     def is_tensor(self, v: Value) -> bool:
         return isinstance(v.type, TensorType)

@@ -9,12 +9,12 @@ from msltrans.analysis.axis_info import AxisAnalysis
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir.model import Function, Module
 from msltrans.ir.types import PointerType, ScalarType
-from msltrans.lower import msl_ascii, msl_types, ops_debug
+from msltrans.lower import coherence, msl_ascii, msl_types, ops_debug
 from msltrans.lower.cfg import emit_region
 from msltrans.lower.dot.choose import fragments_enabled
 from msltrans.lower.dot.fragment_loop import PIN_NONE, PIN_SEPARATE, PIN_SHARED, pinned_bytes
 from msltrans.lower.dot.fragments import plan_encodings
-from msltrans.lower.emitter import Emitter, sanitize
+from msltrans.lower.emitter import COHERENT, Emitter, sanitize
 from msltrans.lower.kernel_args import ARGS_NAME, MAX_BUFFER_INDEX, ArgsStruct, layout_struct
 from msltrans.lower.pointer_offsets import offset_roots, split_bases
 from msltrans.lower.program import MslParam, MslProgram
@@ -109,6 +109,28 @@ def _check_buffer_count(bindings: _Bindings, debug: bool, where: str) -> None:
             location=where, hint="pass fewer tensors (e.g. one tensor and offsets into it)")
 
 
+def _coherent(em: Emitter, fn: Function, module: Module, bindings: _Bindings
+              ) -> tuple[int, ...]:
+    """Declare `coherent(device)` the buffers other programs' stores reach through
+    (lower/coherence.py); their buffer indices."""
+    coherent = coherence.plan(em, fn, module)
+    if not coherent:
+        return ()
+    msl_version.require("coherent", em.msl_version, location=fn.loc.short(),
+                        what="data one program writes and another reads after an acquire "
+                             "(coherent(device) buffers)")
+    em.msl_features.add("coherent")
+    em.coherent_values = coherence.qualified_values(em, fn, coherent)
+    buffers = []
+    for arg, param in zip(fn.args, bindings.params, strict=True):
+        if param.kind == "pointer" and arg.value.id in coherent:
+            buffers.append(param.buffer_index)
+    for i, decl in enumerate(bindings.decls):
+        if decl.index in buffers:
+            bindings.decls[i] = _ParamDecl(f"{COHERENT} {decl.decl}", decl.index)
+    return tuple(buffers)
+
+
 def _version_guard(em: Emitter) -> dict[str, object] | None:
     """An `#error` for compilers older than what the kernel uses (the lowering already refused
     an older target; this catches a cached kernel compiled on an older macOS)."""
@@ -174,6 +196,7 @@ def _lower(module: Module, fn: Function, threads: int, enable_fp_fusion: bool,
         em.layouts.rewrites = plan_encodings(module, module.num_warps, em.users, em.uses,
                                               em.producers)
     em.module = module  # type: ignore[attr-defined]  # tt.call finds its callees here
+    coherent_buffers = _coherent(em, fn, module, bindings)
     emit_region(em, fn.body)  # several blocks when Triton lowered an early return
     debug_sites = ops_debug.finish(em)  # tt.print / tt.assert: one hidden buffer after the rest
     _check_buffer_count(bindings, bool(debug_sites), fn.loc.short())
@@ -200,4 +223,5 @@ def _lower(module: Module, fn: Function, threads: int, enable_fp_fusion: bool,
         params=tuple(bindings.params), shared_bytes=scratch_bytes,
         args_size=struct.size if struct else 0,
         layouts=tuple(ref.encoding for ref in em.layouts.all()), debug_sites=debug_sites,
-        buffer_alignment=tuple(sorted((i, a) for i, a in em.buffer_alignment.items() if a > 1)))
+        buffer_alignment=tuple(sorted((i, a) for i, a in em.buffer_alignment.items() if a > 1)),
+        coherent_buffers=coherent_buffers)

@@ -115,7 +115,8 @@ def store(em: Emitter, op: Op) -> None:
     _access_stats(em, "store", ptr, p)
     if p is not None:
         em.render("vector_store", reg=REG, regs=p.regs, width=p.width, nbytes=p.nbytes,
-                  word=p.word, ptr=em.address(ptr), guard=guard, checks=_checks(em, p, ptr, mask),
+                  word=p.word, space=em.pointer_space(ptr), ptr=em.address(ptr), guard=guard,
+                  checks=_checks(em, p, ptr, mask),
                   packed=vector_access.pack(p, em.name(value), REG))
         return
     if not guard:
@@ -175,6 +176,7 @@ def _vector_load(em: Emitter, p: vector_access.VectorPlan, name: str, ptr: Value
             fill = em.at(other, reg) if other is not None else zero_literal(p.elem)
             fallback.append(f"{name}[{reg}] = {fill};")
     em.render("vector_load", reg=REG, regs=p.regs, width=p.width, nbytes=p.nbytes,
-              word=p.word, ptr=em.address(ptr), mask=em.at(mask) if mask is not None else "",
+              word=p.word, space=em.pointer_space(ptr), ptr=em.address(ptr),
+              mask=em.at(mask) if mask is not None else "",
               checks=_checks(em, p, ptr, mask), unpack=vector_access.unpack(p, name, REG),
               fallback=fallback, filler=filler)

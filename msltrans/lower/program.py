@@ -37,6 +37,9 @@ class MslProgram:
     # specialised the pointer from its address); engines that place buffers themselves (the
     # simulator) must keep that alignment.
     buffer_alignment: tuple[tuple[int, int], ...] = ()
+    # Buffers declared coherent(device) (lower/coherence.py): the launcher refuses a launch
+    # where one overlaps another argument (the analysis took distinct arguments as apart).
+    coherent_buffers: tuple[int, ...] = ()
 
     @property
     def args_buffer_index(self) -> int | None:

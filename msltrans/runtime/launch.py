@@ -92,6 +92,16 @@ def _pointer_converter(name: str, triton_type: str, device_type: str) -> Callabl
     return convert
 
 
+def _extent(arg: Any) -> tuple[int, int] | None:
+    """[first, last) byte addresses a tensor view spans, or None if unknown."""
+    try:
+        start, size = int(arg.data_ptr()), int(arg.element_size())
+        span = 1 + sum((n - 1) * abs(st) for n, st in zip(arg.shape, arg.stride(), strict=True))
+    except (AttributeError, TypeError, ValueError):
+        return None
+    return (start, start + span * size) if arg.numel() else None
+
+
 class Launcher:
     """Built once per compiled kernel (Triton's `driver.launcher_cls(src, metadata)`)."""
 
@@ -165,6 +175,7 @@ class Launcher:
         # The simulator places buffers itself: it must keep the alignment the kernel was
         # specialised on (MslProgram.buffer_alignment). Metal buffers keep it by themselves.
         alignment = {int(i): int(a) for i, a in getattr(metadata, "buffer_alignment", None) or ()}
+        self.coherent = tuple(int(i) for i in getattr(metadata, "coherent_buffers", None) or ())
         self.engine_kwargs = ({"buffer_alignment": alignment}
                               if alignment and engine.name == "sim" else {})
 
@@ -184,9 +195,25 @@ class Launcher:
             raise MetalNonRecoverableError(
                 f"kernel `{self.name}` expects {len(self.keep)} arguments, got {len(flat)}")
         bound = [conv(flat[i]) for conv, i in self.plan]
+        if self.coherent:
+            self._check_coherent_apart(bound)
         if self.packer is not None:
             bound.append(self.packer.pack([flat[i] for i in self.scalar_positions]))
         return bound
+
+    def _check_coherent_apart(self, bound: list[Any]) -> None:
+        """The kernel's coherent(device) buffers were chosen taking distinct arguments as
+        distinct memory (lower/coherence.py): refuse a launch where one overlaps another."""
+        spans = [_extent(arg) for arg in bound]
+        for i in self.coherent:
+            for j, other in enumerate(spans):
+                if j != i and j not in self.coherent and spans[i] and other and \
+                        spans[i][0] < other[1] and other[0] < spans[i][1]:
+                    raise MetalNonRecoverableError(
+                        f"kernel `{self.name}`: buffer {i}, which other programs write and "
+                        f"read while the kernel runs (declared coherent(device)), overlaps "
+                        f"buffer {j}, whose accesses are not coherent",
+                        hint="pass non-overlapping tensors (or the same tensor once)")
 
     def threads(self, grid_x: int, grid_y: int, grid_z: int) -> tuple[int, int, int]:
         total_x = grid_x * self.threads_per_group
