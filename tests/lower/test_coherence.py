@@ -54,10 +54,10 @@ def counted_reads(x_ptr, count_ptr, out_ptr, N: tl.constexpr, STEPS: tl.constexp
     tl.store(out_ptr + tl.program_id(0) * N + cols, acc)
 
 
-def _lower(fn, signature: dict[str, str], constexprs: dict, version: int = 320,
-           warps: int = 4) -> MslProgram:
-    return lower_module(read_module(to_ttgir(fn, signature, constexprs, warps)),
-                        msl_version_target=version)
+def _lower(fn, signature: dict[str, str], constexprs: dict, version: int = 320,  # noqa: ANN001
+           warps: int = 4, aligned: tuple[str, ...] = ()) -> MslProgram:
+    mod = to_ttgir(fn, signature, constexprs, warps, divisible_by_16=aligned)
+    return lower_module(read_module(mod), msl_version_target=version)
 
 
 def _coherent_params(source: str) -> set[str]:
@@ -95,19 +95,22 @@ def test_no_qualifier_where_nothing_is_read_after_an_acquire() -> None:
 
 
 def test_publish_then_read_runs_with_its_data_coherent() -> None:
+    """On the simulator's coherence check (msltrans/sim/coherence.py): without the qualifier
+    the readers' loads are reported (CoherenceError naming both threads)."""
     program = _lower(publish_then_read, {"data_ptr": "*i32", "flag_ptr": "*i32",
-                                         "out_ptr": "*i32"}, {"N": 64}, warps=2)
+                                         "out_ptr": "*i32"}, {"N": 256}, warps=2,
+                     aligned=("data_ptr", "out_ptr"))
     assert _coherent_params(program.source) == {"data_ptr"}
     assert "coherent(device) device const int4*" in program.source \
         or "coherent(device) device const uint4*" in program.source  # vector loads keep it
     lib = sim.compile_shader(program.source, msl_version="3.2")
-    data, flag = np.zeros(64, np.int32), np.zeros(1, np.int32)
-    out = np.full((5, 64), -1, np.int32)
+    data, flag = np.zeros(256, np.int32), np.zeros(1, np.int32)
+    out = np.full((5, 256), -1, np.int32)
     t = program.threads_per_group
     getattr(lib, program.kernel_name)(*program.engine_args((data, flag, out)),
                                       threads=(5 * t, 1, 1), group_size=(t, 1, 1),
                                       arg_casts=program.arg_casts)
-    want = np.arange(64, dtype=np.int64) * 3 + 1
+    want = np.arange(256, dtype=np.int64) * 3 + 1
     assert (data == want).all() and (out[1:] == want).all() and flag[0] == 1
 
 
