@@ -86,6 +86,13 @@ FEATURES: tuple[Feature, ...] = (
             "sem != 'relaxed', volatile loads"),
     Feature("float constants", ("NAN", "INFINITY"), "6.5, Table 6.5",
             "1.2", "NaN literals"),
+    Feature("memory coherency", ("coherent",), "4.8", "3.2",
+            "buffers one program writes and another reads after an acquire "
+            "(coherent(device); lower/coherence.py)"),
+    Feature("floating-point pragmas", ("math_mode", "contract"), "1.6.3",
+            "math_mode: 3.2; contract: 3.1",
+            "every kernel: `#pragma METAL fp contract(off)`, and math_mode(safe) from 3.2 "
+            "(msltrans/math_mode.py)"),
 )
 
 # Metal names that could appear in emitted code but do not (checked: using one means adding
@@ -101,7 +108,7 @@ UNUSED: frozenset[str] = frozenset({
     "simd_min", "simd_product", "simd_and", "simd_or", "simd_xor", "simd_shuffle_up",
     "simd_shuffle_down", "simd_ballot", "simd_all", "simd_any", "simdgroup_barrier",
     "quad_shuffle", "atomic_bool", "memory_order_acquire", "memory_order_release",
-    "memory_order_acq_rel", "thread_scope_simdgroup", "thread_scope_thread", "coherent",
+    "memory_order_acq_rel", "thread_scope_simdgroup", "thread_scope_thread",
     "texture", "sampler", "int2", "int3", "int4", "float3", "float4",
     "half4", "packed_float3",
 })

@@ -173,17 +173,20 @@ def _rewrite_decl(space: str, body: str, counter: list[int]) -> str | None:
     for name, dims in declarators:
         dims = "".join(dims.split())
         key = f"__msl_tgkey_{counter[0]}"
+        # The element type through a typedef: the shim's vector constructors are
+        # function-like macros (`uint4(...)`), which `uint4 (*)[N]` would invoke.
+        alias = f"__msl_tgtype_{counter[0]}"
         counter[0] += 1
         if dims:
-            ref_decl = f"{space} {type_text} (&{name}){dims}"
-            pointer = f"{space} {type_text} (*){dims}"
+            ref_decl = f"{space} {alias} (&{name}){dims}"
+            pointer = f"{space} {alias} (*){dims}"
         else:
-            ref_decl = f"{space} {type_text} &{name}"
-            pointer = f"{space} {type_text} *"
+            ref_decl = f"{space} {alias} &{name}"
+            pointer = f"{space} {alias} *"
         pieces.append(
-            f"static char {key}; {ref_decl} = *({pointer})(__SIZE_TYPE__)"
-            f"msl_sim_threadgroup_static(&{key}, sizeof({type_text}{dims}), "
-            f"alignof({type_text}));")
+            f"typedef {type_text} {alias}; static char {key}; {ref_decl} = *({pointer})"
+            f"(__SIZE_TYPE__)msl_sim_threadgroup_static(&{key}, sizeof({alias}{dims}), "
+            f"alignof({alias}));")
     return " ".join(pieces)
 
 
