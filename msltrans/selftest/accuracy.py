@@ -107,6 +107,7 @@ def _definitions(text: str) -> tuple[dict[str, list[str]], list[str]]:
                 if re.search(r"\bkernel\b|\[\[\s*kernel\s*\]\]", head):
                     kernels.append(body)
                 else:
+                    head = re.sub(r"\btemplate\s*<[^{};]*?>", " ", head)
                     paren = head.find("(")
                     m = _HEAD_NAME.search(head[:paren + 1]) if paren >= 0 else None
                     names = [m.group(1)] if m else _IDENT.findall(head)[-1:]

@@ -70,8 +70,9 @@ def _subnormal_inputs(dtype: str) -> tuple[np.ndarray, np.ndarray]:
     """Pairs whose product and sum cover: subnormal in and out, subnormal in and normal out,
     normal in and subnormal out (every value exactly representable in `dtype`)."""
     s, m = _SMALLEST[dtype], _MIN_NORMAL[dtype]
+    big = 4 * m / s  # the smallest subnormal times this is normal
     x = [s, 3 * s, -5 * s, m / 2, m / 4, s, 4 * s, m, 1.5 * m, m / 8]
-    y = [1.0, 1.0, 1.0, 2.0**12, 2.0**4, 2.0**20, -1.0, 0.25, 0.5, -m / 16]
+    y = [1.0, 1.0, 1.0, 2.0**8, 2.0**4, big, -1.0, 0.25, 0.5, -m / 16]
     return np.array(x, np.float64), np.array(y, np.float64)
 
 

@@ -31,6 +31,7 @@ class Context:
         self.full = full
         self.engine = engine
         self.sources: list[str] = []          # the MSL of every kernel launched
+        self.handwritten: list[str] = []      # those of compile_msl (not msltrans's)
         self.properties: dict[str, Any] = {}  # measured facts the receipt records
         digest = hashlib.sha256(case.encode()).digest()
         self.rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
@@ -49,6 +50,7 @@ class Context:
         (the language version is the one torch picks), msltrans.sim elsewhere (msltrans's
         target version unless `msl_version` is given)."""
         self.sources.append(source)
+        self.handwritten.append(source)
         if self.engine == "mps":
             return self.torch.mps.compile_shader(source)
         from msltrans import sim

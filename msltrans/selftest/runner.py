@@ -78,7 +78,8 @@ def select(full: bool, only: list[str] | None, extra: str | None = None) -> list
         if unknown:
             raise MetalNonRecoverableError(f"no self-test case named {', '.join(unknown)}",
                                            hint=f"cases: {', '.join(sorted(known))}")
-        return [c for c in cases if c.name in only]
+        by_name = {c.name: c for c in cases}
+        return [by_name[n] for n in dict.fromkeys(only)]
     return [c for c in cases if (full or not c.full_only) and not c.group == "harness"]
 
 
