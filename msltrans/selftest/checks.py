@@ -149,8 +149,9 @@ def run_case(case: Case, device: str, full: bool, reference: dict[str, np.ndarra
         key = f"{case.name}/{out.name}"
         vs_ref = check_reference(out, ctx)
         vs_sim = check_simulator(out, key, reference, exact[out.name], ctx)
-        if mode == "fast":
-            vs_sim["ok"] = None  # recorded only: fast math voids every bound
+        if mode == "fast":  # recorded only: fast math voids every claim (MSL 8.1, 8.4)
+            vs_ref["ok_in_safe_mode"], vs_ref["ok"] = vs_ref.get("ok"), None
+            vs_sim["ok"] = None
         row["outputs"][out.name] = {"dtype": out.dtype, "elements": int(out.bits.size),
                                     "vs_float64_reference": vs_ref, "vs_simulator": vs_sim}
         if vs_ref.get("ok") is False or vs_sim.get("ok") is False:

@@ -1,7 +1,8 @@
 """The self-test's worker process: runs the named cases in order and appends one JSON line
 per event to the results file (`{"start": name}`, then `{"row": {...}}`), flushed and synced
 before the case goes on, so the runner (msltrans/selftest/runner.py) knows which case a
-crash or a hang belongs to."""
+crash or a hang belongs to. It stops after a case that ends in an error, so the next case
+starts in a fresh process."""
 
 from __future__ import annotations
 
@@ -39,6 +40,10 @@ def main(argv: list[str] | None = None) -> int:
         _append(args.results, {"start": name})
         row = run_case(by_name[name], device, args.full, reference, sync, engine)
         _append(args.results, {"row": row})
+        if row["verdict"] == "error":
+            # An exception may leave the GPU's state broken (a command buffer the watchdog
+            # stopped raises in torch): the runner starts a fresh worker for the rest.
+            return 3
     return 0
 
 
