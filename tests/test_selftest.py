@@ -241,6 +241,8 @@ HARNESS = [
     cases.Case("harness_pid_after", "harness", _pid),
     cases.Case("harness_raise", "harness", lambda ctx: 1 / 0),
     cases.Case("harness_abort", "harness", lambda ctx: os.abort()),
+    cases.Case("harness_abort_answers", "harness", lambda ctx: os.abort(),
+               crash_passes="the probe's answer"),
     cases.Case("harness_hang", "harness", lambda ctx: time.sleep(600), timeout_s=5),
 ]
 
@@ -248,7 +250,7 @@ HARNESS = [
 def test_a_raising_crashing_or_hanging_case_still_leaves_a_receipt(tmp_path) -> None:  # noqa: ANN001
     out = tmp_path / "r.json"
     names = ["harness_pid", "harness_raise", "harness_pid_after", "harness_abort",
-             "harness_hang", "vector_add"]
+             "harness_abort_answers", "harness_hang", "vector_add"]
     receipt = runner.run(only=names, out=out, extra="tests.test_selftest:HARNESS")
     on_disk = json.loads(out.read_text())
     assert on_disk == json.loads(json.dumps(receipt, default=str))
@@ -261,6 +263,8 @@ def test_a_raising_crashing_or_hanging_case_still_leaves_a_receipt(tmp_path) -> 
     assert "ZeroDivisionError" in rows["harness_raise"]["reason"]
     assert rows["harness_abort"]["verdict"] == "crash"
     assert "SIGABRT" in rows["harness_abort"]["reason"]
+    answered = rows["harness_abort_answers"]  # a probe whose crash is its answer
+    assert answered["verdict"] == "pass" and "SIGABRT" in answered["properties"]["crashed"]
     assert rows["harness_hang"]["verdict"] == "timeout"
     assert rows["vector_add"]["verdict"] == "pass"  # a fresh worker ran the rest
     assert on_disk["complete"] is True

@@ -57,6 +57,7 @@ class Case:
     kernels: tuple[Any, ...] = field(default_factory=tuple)
     timeout_s: float = 300.0
     sim_bytes: bool = True  # compared with the simulator's bytes (reference.npz)
+    crash_passes: str = ""  # what the process dying in this case means, if that is a pass
 
 
 def _sum_bound(x: np.ndarray, axis: int = -1) -> np.ndarray:

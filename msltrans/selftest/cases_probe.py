@@ -348,8 +348,9 @@ PROBES: list[Case] = [
          notes="plain loads of another threadgroup's stores: stale data recorded"),
     Case("coherence_device", "probe", lambda c: _coherence(c, True), sim_bytes=False,
          notes="the same with coherent(device) (MSL 3.2)"),
-    Case("non_ascii_rejected", "probe", _non_ascii,
-         notes="compile_shader reads the source as 7-bit ASCII"),
+    Case("non_ascii_rejected", "probe", _non_ascii, sim_bytes=False,
+         notes="compile_shader reads the source as 7-bit ASCII",
+         crash_passes="rejected: the process died compiling a non-ASCII source"),
     Case("mma_fp32_order", "probe", _mma_order,
          notes="the fp32 simdgroup matrix product's order, as a property"),
 ]

@@ -253,13 +253,16 @@ def _worker(cases: list[Case], full: bool, time_kernels: bool, receipt: Receipt,
                                      "notes": case.notes, "verdict": "error", "reason": why})
                     return 0
                 timed_out = rc is None
-                row = {"name": current, "group": by_name[current].group,
-                       "notes": by_name[current].notes,
+                case = by_name[current]
+                row = {"name": current, "group": case.group, "notes": case.notes,
                        "verdict": "timeout" if timed_out else "crash",
                        "reason": (f"no result after {limit:g} s; the worker was killed"
                                   if timed_out else
                                   f"the worker died ({_status(proc.returncode)})"),
                        "seconds": round(time.monotonic() - started, 3), "log_tail": tail}
+                if not timed_out and case.crash_passes:  # the probe's answer, harshly given
+                    row.update(verdict="pass", properties={"crashed": row["reason"],
+                                                           "meaning": case.crash_passes})
                 receipt.add(row)
                 if progress:
                     progress(f"{current:22s} {row['verdict']}")
