@@ -1,6 +1,7 @@
 """The self-test's kernels: what Triton's tutorials 01-06 compute (vector add, fused softmax,
 matmul, dropout, layer norm, attention), plus reductions, scans, atomics, a volatile spin,
-dots and NaN signs. Written for this project in the tutorials' style, small."""
+dots and NaN signs, and the probes' kernels (subnormal arithmetic, atomic_ulong max/min, the
+fp32 dot whose bits name its order). Written for this project in the tutorials' style, small."""
 
 from __future__ import annotations
 
