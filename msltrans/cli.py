@@ -350,6 +350,11 @@ def build_parser() -> argparse.ArgumentParser:
     test.add_argument("--case", action="append", help="run only this case (repeatable)")
     test.add_argument("--time", dest="time_kernels", action="store_true", default=None,
                       help="time the tutorial kernels against torch (default: on MPS only)")
+    test.add_argument("--timeout", type=float, default=None, metavar="S",
+                      help="seconds a case may run before it is killed and recorded as a "
+                           "timeout (default: the case's own, 300)")
+    test.add_argument("--in-process", action="store_true",
+                      help="run every case in this process (debugging; a crash loses the run)")
     test.add_argument("--write-reference", action="store_true", help=argparse.SUPPRESS)
     from msltrans.teach.cli_hooks import add_layout_parser
 
@@ -362,11 +367,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 SELFTEST_HELP = """\
 Run a curated set of kernels (Triton's tutorials 01-06 at small sizes, reductions, scans,
-atomics, dots, attention) on this machine's engine: the Apple GPU on a Mac, the CPU simulator
+atomics, dots, attention) and probes (subnormals, the MSL version the compiler uses,
+atomic_ulong max/min, cross-threadgroup coherence, non-ASCII source, the math mode, the fp32
+matrix product's order) on this machine's engine: the Apple GPU on a Mac, the CPU simulator
 elsewhere. Every output is checked against a float64 reference and against the bytes the
-simulator produced for the same inputs (bit for bit where the simulator claims exactness; the
-largest ULP difference otherwise). On a Mac the tutorial kernels are timed against torch's
-own MPS ops. Writes a JSON receipt; exit status 1 if a case fails.
+simulator produced for the same inputs: bit for bit where the emitted MSL has no approximate
+function, else within the bound the MSL specification's accuracy tables give. Each case runs
+in a worker process; a crash or a hang is recorded under the case's name and the rest still
+run. On a Mac the tutorial kernels are timed against torch's own MPS ops. The JSON receipt
+is rewritten after every case; exit status 1 if a case fails, errs, crashes or hangs.
 """
 
 
@@ -380,16 +389,17 @@ def _selftest(args: argparse.Namespace) -> int:
         sizes = selftest.write_reference()
         print(f"wrote {len(sizes)} outputs, {sum(sizes.values())} bytes")
         return 0
-    receipt = selftest.run(full=args.full, time_kernels=args.time_kernels, only=args.case,
-                           progress=lambda line: print(line, file=sys.stderr))
-    chip = re.sub(r"[^a-z0-9]+", "-", str(receipt["environment"]["chip"]).lower()).strip("-")
+    chip = re.sub(r"[^a-z0-9]+", "-", selftest.chip_name().lower()).strip("-")
     out = Path(args.out) if args.out else Path(
         f"msltrans-selftest-{chip}-{dt.date.today().isoformat()}.json")
-    selftest.save(receipt, out)
+    receipt = selftest.run(full=args.full, time_kernels=args.time_kernels, only=args.case,
+                           progress=lambda line: print(line, file=sys.stderr), out=out,
+                           isolate=not args.in_process, timeout_s=args.timeout)
     summary = ", ".join(f"{n} {v}" for v, n in receipt["summary"].items() if n)
     print(f"msltrans selftest ({receipt['set']}, {receipt['environment']['engine']}): "
           f"{summary}; receipt: {out}")
-    return 0 if not (receipt["summary"]["fail"] or receipt["summary"]["error"]) else 1
+    bad = ("fail", "error", "crash", "timeout")
+    return 1 if any(receipt["summary"].get(v) for v in bad) else 0
 
 
 def main(argv: list[str] | None = None) -> int:

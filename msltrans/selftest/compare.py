@@ -72,3 +72,20 @@ def ulps_from_reference(got: np.ndarray, ref: np.ndarray, dtype: str) -> float:
     if dtype == "bfloat16":
         spacing = spacing * 2.0**16
     return float((np.abs(got[ok] - ref[ok]) / spacing).max())
+
+
+def within_abs(got: np.ndarray, ref: np.ndarray, bound: np.ndarray) -> tuple[bool, float]:
+    """|got - ref| <= bound element by element (NaN where the reference has NaN); returns
+    the verdict and the largest error relative to its bound."""
+    nan_g, nan_r = np.isnan(got), np.isnan(ref)
+    if (nan_g != nan_r).any():
+        return False, float("inf")
+    ok = ~nan_r
+    if not ok.any():
+        return True, 0.0
+    diff = np.abs(got[ok] - ref[ok])
+    b = np.broadcast_to(bound, got.shape)[ok]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        err = np.where(diff == 0, 0.0, diff / b)
+    worst = float(err.max())
+    return worst <= 1.0, worst

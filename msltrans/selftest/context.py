@@ -1,4 +1,5 @@
-"""What a case sees: seeded inputs, tensors on the engine's device, outputs as raw bits."""
+"""What a case sees: seeded inputs, tensors on the engine's device, outputs as raw bits, the
+MSL of every kernel it launched (for the accuracy claims, msltrans/selftest/accuracy.py)."""
 
 from __future__ import annotations
 
@@ -16,16 +17,46 @@ _BITS = {"float32": np.uint32, "float16": np.uint16, "bfloat16": np.uint16, "int
          "float8e5": np.uint8}
 
 
+class Skip(Exception):  # noqa: N818 - a verdict, not an error
+    """A case that cannot run on this engine (the reason goes into the receipt)."""
+
+
 class Context:
-    def __init__(self, case: str, device: str, full: bool) -> None:
+    def __init__(self, case: str, device: str, full: bool, engine: str = "sim") -> None:
         import torch
         import triton.language as tl
 
         self.torch, self.tl = torch, tl
         self.device = device
         self.full = full
+        self.engine = engine
+        self.sources: list[str] = []          # the MSL of every kernel launched
+        self.handwritten: list[str] = []      # those of compile_msl (not msltrans's)
+        self.properties: dict[str, Any] = {}  # measured facts the receipt records
         digest = hashlib.sha256(case.encode()).digest()
         self.rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
+
+    # ---- kernels ---------------------------------------------------------------------------
+    def launch(self, kernel: Any, grid: tuple[int, ...], *args: Any, **kwargs: Any) -> Any:
+        """`kernel[grid](*args, **kwargs)`, keeping the MSL it compiled to."""
+        compiled = kernel[grid](*args, **kwargs)
+        msl = compiled.asm.get("msl") if compiled is not None else None
+        if msl is not None:
+            self.sources.append(msl.decode() if isinstance(msl, bytes) else str(msl))
+        return compiled
+
+    def compile_msl(self, source: str, msl_version: int | str | None = None) -> Any:
+        """Hand-written MSL through the engine's compiler: torch.mps.compile_shader on a Mac
+        (the language version is the one torch picks), msltrans.sim elsewhere (msltrans's
+        target version unless `msl_version` is given)."""
+        self.sources.append(source)
+        self.handwritten.append(source)
+        if self.engine == "mps":
+            return self.torch.mps.compile_shader(source)
+        from msltrans import sim
+
+        return sim.compile_shader(source, name=f"selftest_{len(self.sources)}.metal",
+                                  msl_version=msl_version)
 
     # ---- inputs (numpy, platform-independent) ----------------------------------------------
     def normal(self, shape: Any) -> np.ndarray:

@@ -1,6 +1,7 @@
 """The self-test's kernels: what Triton's tutorials 01-06 compute (vector add, fused softmax,
 matmul, dropout, layer norm, attention), plus reductions, scans, atomics, a volatile spin,
-dots and NaN signs. Written for this project in the tutorials' style, small."""
+dots and NaN signs, and the probes' kernels (subnormal arithmetic, atomic_ulong max/min, the
+fp32 dot whose bits name its order). Written for this project in the tutorials' style, small."""
 
 from __future__ import annotations
 
@@ -174,3 +175,33 @@ def math_fns(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + n + offs, tl.log(tl.abs(x) + 1.0), mask=mask)
     tl.store(out_ptr + 2 * n + offs, tl.sin(x), mask=mask)
     tl.store(out_ptr + 3 * n + offs, tl.sqrt_rn(tl.abs(x)), mask=mask)
+
+
+@triton.jit
+def subnormal_ops(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, x * y, mask=mask)
+    tl.store(out_ptr + n + offs, x + y, mask=mask)
+
+
+@triton.jit
+def ulong_minmax(x_ptr, max_ptr, min_ptr, n, SLOTS: tl.constexpr, BLOCK: tl.constexpr):
+    # int64 tensors (MPS has few uint64 ops) read as uint64: atomic_ulong's max/min
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask).to(tl.uint64, bitcast=True)
+    slot = offs % SLOTS
+    tl.atomic_max(max_ptr.to(tl.pointer_type(tl.uint64)) + slot, x, mask=mask, sem="relaxed")
+    tl.atomic_min(min_ptr.to(tl.pointer_type(tl.uint64)) + slot, x, mask=mask, sem="relaxed")
+
+
+@triton.jit
+def dot_probe(a_ptr, b_ptr, c_ptr, out_ptr, N: tl.constexpr):
+    r = tl.arange(0, N)
+    idx = r[:, None] * N + r[None, :]
+    acc = tl.dot(tl.load(a_ptr + idx), tl.load(b_ptr + idx), tl.load(c_ptr + idx),
+                 input_precision="ieee")
+    tl.store(out_ptr + idx, acc)
