@@ -48,7 +48,7 @@ def _compile(source: str) -> Any:
 
     try:
         return torch.mps.compile_shader(source)
-    except RuntimeError as exc:
+    except (RuntimeError, SyntaxError) as exc:  # torch raises SyntaxError for MSL errors
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else "no message"
         raise MetalNonRecoverableError(
             f"Apple's Metal compiler rejected the generated MSL: {first}",
