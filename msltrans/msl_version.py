@@ -56,6 +56,9 @@ FEATURES: dict[str, Feature] = {
         320, "MSL §6.15.3 Fence Functions (Metal 3.2 and later, Apple silicon)"),
     "memory_order_seq_cst": Feature(
         320, "MSL §6.15.1 Memory Order (seq_cst on atomic_thread_fence, Metal 3.2 and later)"),
+    "coherent": Feature(
+        320, "MSL §4.8 Memory Coherency (coherent(device) buffers, visible across "
+             "threadgroups: Metal 3.2 and later)"),
 }
 
 
