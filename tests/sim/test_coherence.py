@@ -123,9 +123,15 @@ def test_reading_what_the_own_threadgroup_stored_is_fine(sim) -> None:  # noqa: 
 
 
 def test_coherent_needs_msl_3_2(sim) -> None:  # noqa: ANN001
-    source = PUBLISH.replace("QUAL", "coherent(device) device")
+    """MSL §4.8: coherent(device) is Metal 3.2; the kernel uses nothing else past 3.1."""
+    source = ("#include <metal_stdlib>\nusing namespace metal;\nkernel void k(coherent(device) "
+              "device float* x [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+              "    x[i] = float(i);\n}\n")
+    x = np.zeros(4, np.float32)
+    compile_shader(source, "k.metal", msl_version="3.2").k(x, threads=4)
+    np.testing.assert_array_equal(x, np.arange(4.0))
     with pytest.raises(CompileError, match=r"coherent\(device\) needs MSL 3\.2 \(MSL section 4\.8"):
-        compile_shader(source, "publish.metal", msl_version="3.1")
+        compile_shader(source, "k.metal", msl_version="3.1")
 
 
 def test_only_device_is_a_coherence_scope(sim) -> None:  # noqa: ANN001
@@ -147,6 +153,23 @@ def test_which_sources_are_checked(sim, monkeypatch) -> None:  # noqa: ANN001
     monkeypatch.setenv("MSLTRANS_SIM_COHERENCE", "maybe")
     with pytest.raises(LaunchError, match="MSLTRANS_SIM_COHERENCE"):
         compile_shader(plain)
+
+
+@pytest.mark.parametrize("text, checked", [
+    ("device atomic_uint* flag [[buffer(1)]]", True),
+    ("(device metal::atomic<int>*)p", True),
+    ("device const volatile atomic_int* f", True),
+    ("atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_device);",
+     True),
+    ("threadgroup atomic_uint* bins [[threadgroup(0)]]", False),   # reaches one threadgroup
+    ("threadgroup_barrier(mem_flags::mem_device);", False),
+    ("// device atomic_uint* in a comment", False),
+    ("/* atomic_thread_fence */ device float* x", False),
+])
+def test_sources_that_synchronise_across_threadgroups(text: str, checked: bool) -> None:
+    from msltrans.sim.coherence import synchronises_across_groups
+
+    assert synchronises_across_groups(text) is checked
 
 
 def _publish_unchecked() -> np.ndarray:
