@@ -109,6 +109,44 @@ def test_many_readers_on_two_workers(sim, monkeypatch) -> None:  # noqa: ANN001
     assert caught.value.writer_local == (SHIFT, 0, 0)
 
 
+# Threadgroup 0 writes a value with an atomic store, then raises the flag; threadgroup 1 waits
+# and reads the value with a plain load.
+ATOMIC_THEN_PLAIN = """#include <metal_stdlib>
+using namespace metal;
+kernel void k(QUAL atomic_uint* value [[buffer(0)]], device atomic_uint* flag [[buffer(1)]],
+              device uint* out [[buffer(2)]], uint tg [[threadgroup_position_in_grid]]) {
+    if (tg == 0) {
+        atomic_store_explicit(value, 7u, memory_order_relaxed);
+        atomic_store_explicit(flag, 1u, memory_order_relaxed);
+        return;
+    }
+    while (atomic_load_explicit(flag, memory_order_relaxed) == 0u) {}
+    out[0] = ((device uint*)value)[0];
+}
+"""
+
+
+@pytest.mark.parametrize("coherent", [False, True])
+def test_plain_load_of_another_threadgroups_atomic_write(sim, coherent: bool) -> None:  # noqa: ANN001
+    """The atomic reached the coherence point; the plain load of a non-coherent buffer is
+    still not guaranteed to see it (reported, `writer_atomic`)."""
+    qual = "coherent(device) device" if coherent else "device"
+    lib = compile_shader(ATOMIC_THEN_PLAIN.replace("QUAL", qual), "atomic.metal",
+                         msl_version="3.2")
+    value, flag, out = (np.zeros(1, np.uint32) for _ in range(3))
+    if coherent:
+        lib.k(value, flag, out, threads=2, group_size=1)
+        assert out[0] == 7
+        return
+    with pytest.raises(CoherenceError) as caught:
+        lib.k(value, flag, out, threads=2, group_size=1)
+    error = caught.value
+    assert (error.param, error.offset, error.writer_atomic) == ("value", 0, True)
+    assert error.where.group == (1, 0, 0) and error.writer_group == (0, 0, 0)
+    assert "wrote with an atomic" in str(error)
+    assert error.writer_line is not None and "atomic_store_explicit(value" in error.writer_line
+
+
 def test_reading_what_the_own_threadgroup_stored_is_fine(sim) -> None:  # noqa: ANN001
     lib = compile_shader(OWN, "own.metal", msl_version="3.2")
     assert lib.checked
