@@ -54,10 +54,11 @@ FEATURES: dict[str, Feature] = {
     "thread_scope": Feature(320, "MSL §6.15.2 Thread Scope (Metal 3.2 and later, Apple silicon)"),
     "atomic_thread_fence": Feature(
         320, "MSL §6.15.3 Fence Functions (Metal 3.2 and later, Apple silicon)"),
-    "coherent": Feature(
-        320, "MSL §4.8 Memory Coherency (coherent(device): Metal 3.2 and later)"),
     "memory_order_seq_cst": Feature(
         320, "MSL §6.15.1 Memory Order (seq_cst on atomic_thread_fence, Metal 3.2 and later)"),
+    "coherent": Feature(
+        320, "MSL §4.8 Memory Coherency (coherent(device) buffers, visible across "
+             "threadgroups: Metal 3.2 and later)"),
 }
 
 

@@ -1,6 +1,7 @@
 """CPU Metal simulator: compile MSL with clang against the project's metal_stdlib shim and
 run it one fiber per Metal thread, with checks a GPU does not make (out-of-bounds accesses,
-divergent barriers, threadgroup memory and thread limits, stack overflow, races).
+divergent barriers, threadgroup memory and thread limits, stack overflow, races, plain loads
+of other threadgroups' stores from buffers that are not coherent(device)).
 
     lib = msltrans.sim.compile_shader(src)
     lib.my_kernel(out, x, 3.0, threads=n, group_size=256)
@@ -9,6 +10,7 @@ divergent barriers, threadgroup memory and thread limits, stack overflow, races)
 
 from msltrans.sim.compiler import find_compiler
 from msltrans.sim.errors import (
+    CoherenceError,
     CompileError,
     CompilerNotFoundError,
     DeviceError,
@@ -29,9 +31,9 @@ from msltrans.sim.profiling import Profile, profile
 from msltrans.sim.races import RaceReport, check_races
 
 __all__ = [
-    "CompileError", "CompilerNotFoundError", "DeviceError", "DeviceFailure", "DivergenceError",
-    "DivisionTrapError", "InvalidAddressError", "Kernel", "KernelTimeoutError", "LaunchError",
-    "Library", "OutOfBoundsError", "Profile", "RaceError", "RaceReport", "SimError",
+    "CoherenceError", "CompileError", "CompilerNotFoundError", "DeviceError", "DeviceFailure",
+    "DivergenceError", "DivisionTrapError", "InvalidAddressError", "Kernel", "KernelTimeoutError",
+    "LaunchError", "Library", "OutOfBoundsError", "Profile", "RaceError", "RaceReport", "SimError",
     "StackOverflowError", "ThreadgroupMemoryError", "check_races", "compile_shader",
     "find_compiler", "profile",
 ]

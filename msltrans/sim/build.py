@@ -13,6 +13,7 @@ from pathlib import Path
 from msltrans.sim import fp_pragmas
 from msltrans.sim.attributes import check_source
 from msltrans.sim.cache import atomic_write, cache_dir, temp_output
+from msltrans.sim.coherence import DEFINE as COHERENCE_DEFINE
 from msltrans.sim.compiler import (
     CODEGEN_FLAGS,
     Compiler,
@@ -90,10 +91,14 @@ def _run(argv: list[str], cwd: str, what: str, name: str, keep: Path | None) -> 
 
 def build(source: str, name: str, compiler: Compiler, key: str,
           include_dirs: tuple[str, ...] = (), version: int = 320,
-          profile: bool = False) -> Built:
+          profile: bool = False, checked: bool = False) -> Built:
     """Compile `source` as MSL `version` into cache_dir()/<key>.so and write its kernel
-    metadata (`profile`: the instrumented build msltrans.sim.profile runs)."""
+    metadata (`profile`: the instrumented build msltrans.sim.profile runs; `checked`: the
+    same instrumentation for the coherence check, msltrans/sim/coherence.py)."""
     flags = language_flags(version)
+    if checked:
+        flags = (*flags, COHERENCE_DEFINE)
+    instrumented = profile or checked
     name = _safe_name(name)
     out_dir = cache_dir()
     library = out_dir / f"{key}.so"
@@ -117,7 +122,7 @@ def build(source: str, name: str, compiler: Compiler, key: str,
         # Diagnostics quote source lines from disk: put the user's own text back.
         Path(work, name).write_text(source)
         pch_flags: list[str] = []
-        no_pch = profile or os.environ.get("MSLTRANS_SIM_NO_PCH")
+        no_pch = instrumented or os.environ.get("MSLTRANS_SIM_NO_PCH")
         prelude = None if no_pch else prelude_pch(compiler, version)
         if prelude is not None:
             shim_text, rest = split_shim(text, shim_dir)
@@ -129,7 +134,7 @@ def build(source: str, name: str, compiler: Compiler, key: str,
         # and compiled as one.
         # The profiling build's sanitizer flags go to both steps: the front end marks the
         # functions to instrument, the optimiser instruments them.
-        profiling = PROFILE_FLAGS if profile else ()
+        profiling = PROFILE_FLAGS if instrumented else ()
         argv = [*compiler.argv, *flags, *CODEGEN_FLAGS, *profiling, *includes, *pch_flags,
                 *IR_FLAGS, "-o", f"{name}.ll", prepared]
         _run(argv, work, "compiling", name, keep)
@@ -137,7 +142,7 @@ def build(source: str, name: str, compiler: Compiler, key: str,
         ir.write_text(canonicalize_nans(ir.read_text()))
         tmp = temp_output(library)
         # The lanes pass (msltrans.sim.lanes) adds each kernel's simdgroup-at-a-time entry.
-        lanes = () if profile else lanes_flags(compiler)
+        lanes = () if instrumented else lanes_flags(compiler)
         argv = [*compiler.argv, "-x", "ir", *CODEGEN_FLAGS, *profiling, *lanes,
                 "-ffp-contract=off", "-o", str(tmp), f"{name}.ll", "-x", "none",
                 *compiler.link_flags]
@@ -145,7 +150,7 @@ def build(source: str, name: str, compiler: Compiler, key: str,
             def step(args: list[str], what: str) -> str:
                 return _run(args, work, what, name, keep)
 
-            if profile or not is_large(source) or not compile_large(
+            if instrumented or not is_large(source) or not compile_large(
                     compiler, [*CODEGEN_FLAGS, "-ffp-contract=off"], list(compiler.link_flags),
                     f"{name}.ll", str(tmp), step):
                 _run(argv, work, "compiling (LLVM IR)", name, keep)

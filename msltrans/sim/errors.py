@@ -109,6 +109,28 @@ class DeviceFailure(DeviceError):
     """Device code called msl_sim_fail (an unmodelled feature, a shim-detected misuse)."""
 
 
+class CoherenceError(DeviceError):
+    """A plain load from a buffer not declared `coherent(device)` of bytes another threadgroup
+    stored during the same dispatch (MSL §4.8 Memory Coherency: on a GPU the load may return a
+    stale value). `where` is the reading thread and line; `buffer_index`, `param`, `offset`
+    name the byte; `writer_group`, `writer_local` the thread that stored it, `writer_line`
+    the MSL line of that store (None where unknown), `writer_atomic` whether it was an
+    atomic."""
+
+    def __init__(self, what: str, where: Where, buffer_index: int | None, param: str | None,
+                 offset: int | None, writer_group: tuple[int, int, int],
+                 writer_local: tuple[int, int, int], writer_line: str | None,
+                 writer_atomic: bool) -> None:
+        self.buffer_index = buffer_index
+        self.param = param
+        self.offset = offset
+        self.writer_group = writer_group
+        self.writer_local = writer_local
+        self.writer_line = writer_line
+        self.writer_atomic = writer_atomic
+        super().__init__(what, where)
+
+
 class RaceError(SimError):
     """Outputs depend on the thread schedule: a missing barrier or a data race.
 

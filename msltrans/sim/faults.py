@@ -11,6 +11,7 @@ from pathlib import Path
 from msltrans.sim import native
 from msltrans.sim.args import Bound
 from msltrans.sim.errors import (
+    CoherenceError,
     DeviceError,
     DeviceFailure,
     DivergenceError,
@@ -108,7 +109,8 @@ def raise_report(report: native.Report, kernel: KernelSignature, bound: list[Bou
     if kind == native.ERR_LAUNCH:
         raise LaunchError(f"kernel `{kernel.name}`: {message}")
     where = Where(kernel.name, tuple(report.group), tuple(report.local))  # type: ignore[arg-type]
-    if kind in (native.ERR_SEGV, native.ERR_STACK, native.ERR_FPE, native.ERR_BUS):
+    if kind in (native.ERR_SEGV, native.ERR_STACK, native.ERR_FPE, native.ERR_BUS,
+                native.ERR_COHERENCE):
         obj = report.object_path.decode(errors="replace")
         if Path(obj).resolve() == Path(library).resolve():
             where.source_line = _source_text(symbolize(obj, report.pc_offset), sources)
@@ -119,6 +121,8 @@ def raise_report(report: native.Report, kernel: KernelSignature, bound: list[Bou
     where.triton_lines = triton_lines_in(f"{where.source_line or ''} {message}", sources)
     if kind == native.ERR_SEGV:
         _raise_segv(report, kernel, bound, where)
+    if kind == native.ERR_COHERENCE:
+        _raise_coherence(report, kernel, bound, where, library, sources)
     errors: dict[int, type[DeviceError]] = {
         native.ERR_STACK: StackOverflowError, native.ERR_FPE: DivisionTrapError,
         native.ERR_DIVERGENCE: DivergenceError, native.ERR_TG_MEMORY: ThreadgroupMemoryError,
@@ -153,3 +157,34 @@ def _raise_segv(report: native.Report, kernel: KernelSignature, bound: list[Boun
         what = (f"{access} of address {addr:#x}, which is in no buffer (threadgroup memory "
                 "past 32 KB, a wild pointer, or a buffer index that was not bound)")
     raise InvalidAddressError(what, where)
+
+
+def _raise_coherence(report: native.Report, kernel: KernelSignature, bound: list[Bound],
+                     where: Where, library: str, sources: dict[str, str]) -> None:
+    addr = report.fault_addr
+    hit = _buffer_for(addr, bound, kernel)
+    index, name, offset, buffer = None, None, None, f"address {addr:#x}"
+    if hit is not None:
+        item, name = hit
+        index, offset = item.index, addr - item.device_addr
+        element = f", element {offset // item.itemsize}" if item.itemsize > 1 else ""
+        buffer = f"buffer {item.index} (`{name}`) at byte offset {offset}{element}"
+    group = tuple(report.writer_group)
+    local = tuple(report.writer_local)
+    writer_line = None
+    if report.writer_pc_offset:
+        writer_line = _source_text(symbolize(library, report.writer_pc_offset), sources)
+    stored = "wrote with an atomic" if report.writer_atomic else "stored"
+    at = ""
+    if writer_line:
+        at = f" at {writer_line}"
+        lines = triton_lines_in(writer_line, sources)
+        if lines:
+            at += f" (Triton source {', '.join(lines)})"
+    what = (f"plain load from {buffer}, which threadgroup {group}, thread {local} {stored} "
+            f"during this dispatch{at}: device memory is coherent only within a threadgroup "
+            "(MSL 4.8 Memory Coherency), so on a GPU this load may return a stale value, "
+            "whatever fences and atomics ordered the two; declare the buffer "
+            "`coherent(device)` (MSL 3.2, macOS 15) or pass the value through atomics")
+    raise CoherenceError(what, where, index, name, offset, group,  # type: ignore[arg-type]
+                         local, writer_line, bool(report.writer_atomic))  # type: ignore[arg-type]

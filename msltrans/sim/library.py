@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from msltrans import math_mode
-from msltrans.sim import native, profiling
+from msltrans.sim import coherence, native, profiling
 from msltrans.sim.args import (
     SLACK_BYTE,
     Bound,
@@ -209,7 +209,7 @@ class Kernel:
         retried = False
         while True:
             report = self._dispatch(launch, bound, scalars, n_buffers, session if target else None,
-                                    target)
+                                    target, checked=self.library.checked and target is None)
             if not (report.kind and report.workers > 1 and report.kind != native.ERR_TIMEOUT
                     and not retried):
                 break
@@ -225,10 +225,11 @@ class Kernel:
 
     def _dispatch(self, launch: native.Launch, bound: list[Bound], scalars: list[Bound],
                   n_buffers: int, session: profiling.Profile | None = None,
-                  target: Kernel | None = None) -> native.Report:
+                  target: Kernel | None = None, checked: bool = False) -> native.Report:
         """Stage the arguments, run, copy results back if the run did not fail (or if it
         ran on one worker), unmap. Returns the runtime's report. With a profile `session`,
-        `target` is this kernel in the profiling build and the launch's counts are added."""
+        `target` is this kernel in the profiling build and the launch's counts are added;
+        `checked`: run the coherence check (a checked build, msltrans/sim/coherence.py)."""
         lib = native.runtime()
         regions = group_regions(bound)
         for item in scalars:
@@ -243,6 +244,11 @@ class Kernel:
                                                        - item.region.host_start)
                 buffers[item.index] = item.device_addr
             launch.buffers = buffers
+            keep: tuple[object, ...] = ()
+            if checked:
+                check, keep = coherence.check_input(self.signature, bound, regions)
+                launch.coherence = ctypes.cast(ctypes.byref(check), ctypes.c_void_p)
+                keep = (*keep, check)
             counts = None
             if session is not None:
                 counts = profiling.make_out([(r.data, r.size) for r in regions
@@ -294,6 +300,7 @@ class Library:
         self.path = path
         self.build_args: tuple[str, str, tuple[str, ...], int | None] = (source, name, (), None)
         self.profiling = False
+        self.checked = False   # a coherence-checked build (msltrans/sim/coherence.py)
         self.sources = {name: source}
         self.deps = dict(deps or {})
         self._dll = _dlopen(path)
@@ -368,16 +375,21 @@ def compile_shader(source: str, name: str = "shader.metal",
     cached build is reused). `msl_version` (310, "3.2", ...; default: msltrans.msl_version.
     target()) sets `__METAL_VERSION__`; the shim offers only that version's features.
     `profile`: the instrumented build msltrans.sim.profile uses (made on demand by a profiled
-    launch; rarely wanted directly)."""
+    launch; rarely wanted directly). Sources that synchronise through device atomics or
+    fences get the coherence-checked build (msltrans/sim/coherence.py, MSLTRANS_SIM_COHERENCE)."""
     from msltrans import msl_version as versions
 
     version = versions.parse(msl_version) if msl_version else versions.target()
     dirs = tuple(str(Path(d).resolve()) for d in include_dirs)
-    # The fast-math setting is part of the key: the build checks the source's pragmas against
-    # it (msltrans/sim/fp_pragmas.py), so a fast-math process never reuses an unchecked build.
-    text = "\0".join([_config_hash(), str(version), name, *dirs, source,
-                      "profile" if profile else "",
-                      "torch-fast-math" if math_mode.torch_fast_math() else ""])
+    checked = not profile and coherence.wants_check(source)
+    parts = [_config_hash(), str(version), name, *dirs, source, "profile" if profile else ""]
+    if checked:
+        parts.append("coherence-checked")
+    # The build checks the source's fp pragmas against torch's fast-math setting
+    # (msltrans/sim/fp_pragmas.py): a fast-math process never reuses an unchecked build.
+    if math_mode.torch_fast_math():
+        parts.append("torch-fast-math")
+    text = "\0".join(parts)
     key = hashlib.sha256(text.encode()).hexdigest()
     cached = _loaded.get(key)
     if cached is not None and not (cached.deps and deps_changed(cached.deps)):
@@ -386,9 +398,10 @@ def compile_shader(source: str, name: str = "shader.metal",
     if built is None:
         from msltrans.sim.build import build  # the compiler side, only for a cache miss
 
-        built = build(source, name, find_compiler(), key, dirs, version, profile)
+        built = build(source, name, find_compiler(), key, dirs, version, profile, checked)
     library = Library(built.library, built.kernels, source, Path(name).name, built.deps)
     library.build_args = (source, name, dirs, version)
     library.profiling = profile
+    library.checked = checked
     _loaded[key] = library
     return library

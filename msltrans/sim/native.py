@@ -12,7 +12,7 @@ from msltrans.sim.cache import cache_dir, runtime_sources, temp_output, tree_has
 from msltrans.sim.compiler import TARGET_FLAGS, find_compiler, shell_command
 from msltrans.sim.errors import CompileError
 
-ABI_VERSION = 9
+ABI_VERSION = 10
 
 
 class Launch(ctypes.Structure):
@@ -31,6 +31,23 @@ class Launch(ctypes.Structure):
         ("profile", ctypes.c_uint),
         ("profile_out", ctypes.c_void_p),
         ("lanes_entry", ctypes.c_void_p),
+        ("coherence", ctypes.c_void_p),
+    ]
+
+
+class CoherenceRange(ctypes.Structure):
+    _fields_ = [("start", ctypes.c_ulonglong), ("size", ctypes.c_ulonglong)]
+
+
+class CoherenceIn(ctypes.Structure):
+    """The coherence check's input (runtime/coherence.c): the dispatch's staging regions and
+    the address ranges of its coherent(device) buffers."""
+
+    _fields_ = [
+        ("regions", ctypes.POINTER(CoherenceRange)),
+        ("n_regions", ctypes.c_uint),
+        ("n_coherent", ctypes.c_uint),
+        ("coherent", ctypes.POINTER(CoherenceRange)),
     ]
 
 
@@ -50,11 +67,15 @@ class Report(ctypes.Structure):
         ("workers", ctypes.c_uint),
         ("object_path", ctypes.c_char * 512),
         ("message", ctypes.c_char * 2048),
+        ("writer_group", ctypes.c_uint * 3),
+        ("writer_local", ctypes.c_uint * 3),
+        ("writer_atomic", ctypes.c_uint),
+        ("writer_pc_offset", ctypes.c_ulonglong),
     ]
 
 
 (ERR_SEGV, ERR_STACK, ERR_FPE, ERR_DIVERGENCE, ERR_TG_MEMORY, ERR_FAIL, ERR_LAUNCH, ERR_BUS,
- ERR_TIMEOUT) = range(1, 10)
+ ERR_TIMEOUT, ERR_COHERENCE) = range(1, 11)
 SCHEDULES = {"forward": 0, "reverse": 1, "shuffle": 2}
 
 

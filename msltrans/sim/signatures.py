@@ -27,6 +27,9 @@ BUILTINS: dict[str, tuple[str, bool]] = {
     "thread_execution_width": ("threads_per_simdgroup", False),
 }
 
+# What `coherent(device)` becomes in the preprocessed source (include/msl_sim/types.h).
+COHERENT_MARK = 'annotate("msl_sim_coherent")'
+
 # The entry's thread-info parameter (entries.py), named so no kernel called `t` is shadowed.
 ENTRY_THREAD = "__msl_sim_t"
 
@@ -48,6 +51,12 @@ class Param:
     @property
     def is_constant(self) -> bool:
         return bool(re.search(r"\bconstant\b|__constant", self.type_text))
+
+    @property
+    def is_coherent(self) -> bool:
+        """Declared `coherent(device)` (MSL 4.8; the shim's types.h turns the qualifier into
+        this annotation, which the preprocessed signature keeps)."""
+        return COHERENT_MARK in self.type_text
 
 
 @dataclass(frozen=True)

@@ -260,6 +260,11 @@ int msl_sim_dispatch(const msl_sim_launch *launch, msl_sim_report *report) {
         snprintf(report->message, sizeof report->message, "cannot allocate profile counters");
         return report->kind;
     }
+    if (msl_sim_coherence_begin(launch, workers, n_workers, total, report)) {
+        msl_sim_profile_end(workers, n_workers);
+        report->kind = MSL_SIM_ERR_LAUNCH;
+        return report->kind;
+    }
     job.launch = launch;
     job.total = total;
     job.next = 0;
@@ -285,6 +290,7 @@ int msl_sim_dispatch(const msl_sim_launch *launch, msl_sim_report *report) {
     pthread_mutex_unlock(&lock);
     msl_sim_signals_leave();
     msl_sim_profile_end(workers, n_workers);
+    msl_sim_coherence_end(workers, n_workers);
 
     const msl_sim_worker *failed = NULL;
     for (unsigned i = 0; i < n_workers; i++) {

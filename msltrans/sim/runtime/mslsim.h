@@ -21,7 +21,22 @@ enum msl_sim_error_kind {
     MSL_SIM_ERR_LAUNCH = 7,      /* invalid launch geometry */
     MSL_SIM_ERR_BUS = 8,
     MSL_SIM_ERR_TIMEOUT = 9,     /* ran past launch->timeout_ms (a spin-wait never ends) */
+    MSL_SIM_ERR_COHERENCE = 10,  /* plain load of another threadgroup's store (coherence.c) */
 };
+
+/* The coherence check's input (coherence.c): the dispatch's device memory (shadowed) and
+   the address ranges of its coherent(device) buffers. */
+#define MSL_SIM_MAX_COHERENCE_RANGES 64
+typedef struct msl_sim_coherence_range {
+    unsigned long long start, size;
+} msl_sim_coherence_range;
+
+typedef struct msl_sim_coherence_in {
+    const msl_sim_coherence_range *regions;
+    unsigned n_regions;
+    unsigned n_coherent;
+    const msl_sim_coherence_range *coherent;
+} msl_sim_coherence_in;
 
 typedef struct msl_sim_launch {
     msl_sim_entry entry;
@@ -38,6 +53,7 @@ typedef struct msl_sim_launch {
     unsigned profile;                  /* nonzero: count events (profile.c) */
     void *profile_out;                 /* where profile.c adds its counters */
     msl_sim_entry lanes_entry;         /* the kernel run a simdgroup at a time (lanes.c), or NULL */
+    const msl_sim_coherence_in *coherence;   /* a checked build's coherence check, or NULL */
 } msl_sim_launch;
 
 typedef struct msl_sim_report {
@@ -55,6 +71,12 @@ typedef struct msl_sim_report {
     unsigned workers;                  /* worker threads the dispatch ran on */
     char object_path[512];
     char message[2048];
+    /* MSL_SIM_ERR_COHERENCE: the thread that stored the byte read (fault_addr), whether with
+       an atomic, and the code offset of its store in the kernel library (0: unknown). */
+    unsigned writer_group[3];
+    unsigned writer_local[3];
+    unsigned writer_atomic;
+    unsigned long long writer_pc_offset;
 } msl_sim_report;
 
 int msl_sim_dispatch(const msl_sim_launch *launch, msl_sim_report *report);

@@ -106,8 +106,8 @@ static void mark_footprint(int region, uintptr_t addr, unsigned size, int write)
         bits[s / 8] |= (unsigned char)(1u << (s % 8));
 }
 
-static void record(uintptr_t addr, unsigned size, int write, uintptr_t pc0, void *frame) {
-    msl_sim_worker *w = msl_sim_self();
+static void record(msl_sim_worker *w, uintptr_t addr, unsigned size, int write, uintptr_t pc0,
+                   void *frame) {
     if (!w->profile || !size) return;
     unsigned kind;
     if (addr - (uintptr_t)w->arena < MSL_SIM_TG_LIMIT) {
@@ -132,12 +132,22 @@ static void record(uintptr_t addr, unsigned size, int write, uintptr_t pc0, void
     log->a[log->n++] = (access){pc0, caller ? (uintptr_t)caller[1] : 0, addr, size, kind};
 }
 
+/* The instrumented build serves two checks: the profile, and the coherence check of a checked
+   build (coherence.c). */
+static inline __attribute__((always_inline)) void on_access(uintptr_t addr, unsigned size,
+                                                            int write, uintptr_t pc0,
+                                                            void *frame) {
+    msl_sim_worker *w = msl_sim_self();
+    if (w->coherence) msl_sim_coherence_access(w, addr, size, write, pc0);
+    else record(w, addr, size, write, pc0, frame);
+}
+
 #define CALLBACKS(n)                                                                          \
     void __asan_load##n(uintptr_t addr) {                                                     \
-        record(addr, n, 0, (uintptr_t)__builtin_return_address(0), __builtin_frame_address(0)); \
+        on_access(addr, n, 0, (uintptr_t)__builtin_return_address(0), __builtin_frame_address(0)); \
     }                                                                                         \
     void __asan_store##n(uintptr_t addr) {                                                    \
-        record(addr, n, 1, (uintptr_t)__builtin_return_address(0), __builtin_frame_address(0)); \
+        on_access(addr, n, 1, (uintptr_t)__builtin_return_address(0), __builtin_frame_address(0)); \
     }
 CALLBACKS(1)
 CALLBACKS(2)
@@ -145,23 +155,23 @@ CALLBACKS(4)
 CALLBACKS(8)
 CALLBACKS(16)
 void __asan_loadN(uintptr_t addr, uintptr_t size) {
-    record(addr, (unsigned)size, 0, (uintptr_t)__builtin_return_address(0), __builtin_frame_address(0));
+    on_access(addr, (unsigned)size, 0, (uintptr_t)__builtin_return_address(0), __builtin_frame_address(0));
 }
 void __asan_storeN(uintptr_t addr, uintptr_t size) {
-    record(addr, (unsigned)size, 1, (uintptr_t)__builtin_return_address(0), __builtin_frame_address(0));
+    on_access(addr, (unsigned)size, 1, (uintptr_t)__builtin_return_address(0), __builtin_frame_address(0));
 }
 void *__asan_memcpy(void *dst, const void *src, uintptr_t size) {
-    record((uintptr_t)src, (unsigned)size, 0, (uintptr_t)__builtin_return_address(0), __builtin_frame_address(0));
-    record((uintptr_t)dst, (unsigned)size, 1, (uintptr_t)__builtin_return_address(0), __builtin_frame_address(0));
+    on_access((uintptr_t)src, (unsigned)size, 0, (uintptr_t)__builtin_return_address(0), __builtin_frame_address(0));
+    on_access((uintptr_t)dst, (unsigned)size, 1, (uintptr_t)__builtin_return_address(0), __builtin_frame_address(0));
     return memcpy(dst, src, size);
 }
 void *__asan_memmove(void *dst, const void *src, uintptr_t size) {
-    record((uintptr_t)src, (unsigned)size, 0, (uintptr_t)__builtin_return_address(0), __builtin_frame_address(0));
-    record((uintptr_t)dst, (unsigned)size, 1, (uintptr_t)__builtin_return_address(0), __builtin_frame_address(0));
+    on_access((uintptr_t)src, (unsigned)size, 0, (uintptr_t)__builtin_return_address(0), __builtin_frame_address(0));
+    on_access((uintptr_t)dst, (unsigned)size, 1, (uintptr_t)__builtin_return_address(0), __builtin_frame_address(0));
     return memmove(dst, src, size);
 }
 void *__asan_memset(void *dst, int value, uintptr_t size) {
-    record((uintptr_t)dst, (unsigned)size, 1, (uintptr_t)__builtin_return_address(0), __builtin_frame_address(0));
+    on_access((uintptr_t)dst, (unsigned)size, 1, (uintptr_t)__builtin_return_address(0), __builtin_frame_address(0));
     return memset(dst, value, size);
 }
 void __asan_handle_no_return(void) {}

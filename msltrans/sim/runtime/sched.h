@@ -98,6 +98,7 @@ typedef struct msl_sim_worker {
     volatile int expired;             /* the time limit fired outside kernel code */
     unsigned long long groups_run;
     void *profile;                    /* profile.c's per-worker counters, when profiling */
+    int coherence;                    /* coherence.c checks this dispatch's accesses */
     msl_sim_mma *mma_free;            /* mma.c: free records, their chunks, records in use */
     struct mma_chunk *mma_chunks;
     unsigned long mma_live;
@@ -251,6 +252,13 @@ int msl_sim_timer_arm(unsigned long long deadline_ns);
 void msl_sim_timer_disarm(void);
 void msl_sim_timer_forget(void);
 unsigned long long msl_sim_now_ns(void);
+
+/* coherence.c */
+int msl_sim_coherence_begin(const msl_sim_launch *launch, msl_sim_worker **workers, unsigned n,
+                            unsigned long long groups, msl_sim_report *report);
+void msl_sim_coherence_end(msl_sim_worker **workers, unsigned n);
+void msl_sim_coherence_access(msl_sim_worker *w, uintptr_t addr, unsigned long size, int write,
+                              uintptr_t pc);
 
 /* cas_spurious.c */
 int msl_sim_cas_spurious_enabled(void);

@@ -4,7 +4,7 @@
 #ifndef MSL_SIM_ABI_H
 #define MSL_SIM_ABI_H
 
-#define MSL_SIM_ABI_VERSION 9
+#define MSL_SIM_ABI_VERSION 10
 #define MSL_SIM_SIMD_WIDTH 32
 #define MSL_SIM_EXCHANGE_BYTES 128  /* largest payload one lane publishes per SIMD op */
 
@@ -192,6 +192,10 @@ void msl_sim_fail(const msl_sim_site *site, const char *message) __attribute__((
 /* Asked by every weak compare-exchange: nonzero when this one must fail spuriously
    (MSLTRANS_SIM_CAS_SPURIOUS=N, read at each dispatch: every Nth call of the dispatch). */
 int msl_sim_cas_spurious(void);
+
+/* A checked build's device atomics (atomic.h): `size` bytes at `addr` were written by an
+   atomic whose function returns to `pc` (msltrans/sim/runtime/coherence.c). */
+void msl_sim_coherence_atomic(const void *addr, unsigned long size, const void *pc);
 
 /* os_log-free printf stand-in used by the shim for debugging aids (optional). */
 void msl_sim_print(const char *text);

@@ -124,28 +124,41 @@ inline void relaxed_only(memory_order order) {
     }
 
 
+// A checked build (-DMSL_SIM_COHERENCE, msltrans/sim/coherence.py) instruments every plain
+// load and store; device atomics are left out (no_sanitize keeps them out of line and
+// uninstrumented) and say which bytes they write instead (msl_sim_coherence_atomic, abi.h).
+#ifdef MSL_SIM_COHERENCE
+#define MSL_SIM_DEV_ATOMIC __attribute__((no_sanitize("address"))) inline
+#define MSL_SIM_NOTE_WRITE(o) msl_sim_coherence_atomic((const void *)(unsigned long)&(o)->__v, \
+                                                       sizeof((o)->__v), __builtin_return_address(0))
+#else
+#define MSL_SIM_DEV_ATOMIC inline
+#define MSL_SIM_NOTE_WRITE(o) ((void)0)
+#endif
 // Device memory: real atomics (other threadgroups run concurrently on other OS threads).
 // Values move as their bit patterns (compare-exchange compares bits, as Metal does).
 #define MSL_SIM_BITS(T) conditional_t<sizeof(T) == 8, ulong, conditional_t<sizeof(T) == 4, uint, uchar>>
 #define MSL_SIM_DEV_PTR(o) ((volatile __global MSL_SIM_BITS(T) *)&(o)->__v)
 #define MSL_SIM_AS_BITS(v) __builtin_bit_cast(MSL_SIM_BITS(T), (T)(v))
 #define MSL_SIM_FROM_BITS(b) __builtin_bit_cast(T, (MSL_SIM_BITS(T))(b))
-template <class T> inline T atomic_load_explicit(const volatile __global atomic<T> *o, memory_order __mo) {
+template <class T> MSL_SIM_DEV_ATOMIC T atomic_load_explicit(const volatile __global atomic<T> *o, memory_order __mo) {
     __detail::relaxed_only(__mo);
     MSL_SIM_NO64(T, "load");
     return MSL_SIM_FROM_BITS(__atomic_load_n((const volatile __global MSL_SIM_BITS(T) *)&o->__v, __ATOMIC_SEQ_CST));
 }
-template <class T> inline void atomic_store_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) {
+template <class T> MSL_SIM_DEV_ATOMIC void atomic_store_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) {
     __detail::relaxed_only(__mo);
     MSL_SIM_NO64(T, "store");
+    MSL_SIM_NOTE_WRITE(o);
     __atomic_store_n(MSL_SIM_DEV_PTR(o), MSL_SIM_AS_BITS(v), __ATOMIC_SEQ_CST);
 }
-template <class T> inline T atomic_exchange_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) {
+template <class T> MSL_SIM_DEV_ATOMIC T atomic_exchange_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) {
     __detail::relaxed_only(__mo);
     MSL_SIM_NO64(T, "exchange");
+    MSL_SIM_NOTE_WRITE(o);
     return MSL_SIM_FROM_BITS(__atomic_exchange_n(MSL_SIM_DEV_PTR(o), MSL_SIM_AS_BITS(v), __ATOMIC_SEQ_CST));
 }
-template <class T> inline bool atomic_compare_exchange_weak_explicit(volatile __global atomic<T> *o, thread typename atomic<T>::value_type *expected,
+template <class T> MSL_SIM_DEV_ATOMIC bool atomic_compare_exchange_weak_explicit(volatile __global atomic<T> *o, thread typename atomic<T>::value_type *expected,
         typename atomic<T>::value_type desired, memory_order __mo, memory_order __mf) {
     __detail::relaxed_only(__mo); __detail::relaxed_only(__mf);
     MSL_SIM_NO64(T, "compare_exchange");
@@ -158,20 +171,22 @@ template <class T> inline bool atomic_compare_exchange_weak_explicit(volatile __
     bool ok = __atomic_compare_exchange_n(MSL_SIM_DEV_PTR(o), &want, MSL_SIM_AS_BITS(desired), false,
                                           __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
     if (!ok) *expected = MSL_SIM_FROM_BITS(want);
+    else MSL_SIM_NOTE_WRITE(o);
     return ok;
 }
 /* MSL 6.15.4.4 lists only the weak form: the strong one is a compile error here. */
-template <class T> inline bool atomic_compare_exchange_strong_explicit(volatile __global atomic<T> *o, thread typename atomic<T>::value_type *expected,
+template <class T> MSL_SIM_DEV_ATOMIC bool atomic_compare_exchange_strong_explicit(volatile __global atomic<T> *o, thread typename atomic<T>::value_type *expected,
         typename atomic<T>::value_type desired, memory_order __mo, memory_order __mf) {
     static_assert(sizeof(T) == 0, "Metal has no atomic_compare_exchange_strong_explicit (MSL 6.15.4.4): loop on the weak form");
     return false;
 }
 // float add/sub: a compare-exchange loop on the bit pattern (no native float RMW on the host).
 #define MSL_SIM_DEV_ADDSUB(name, op)                                                                           \
-    template <class T> inline T atomic_fetch_##name##_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) { \
+    template <class T> MSL_SIM_DEV_ATOMIC T atomic_fetch_##name##_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) { \
         __detail::relaxed_only(__mo);                                                                        \
         MSL_SIM_NO64(T, #name);                                                                              \
         static_assert(!is_same<T, bool>::value, "atomic_bool has no fetch_" #name);                          \
+        MSL_SIM_NOTE_WRITE(o);                                                                               \
         if constexpr (is_same<T, float>::value) {                                                            \
             uint old = __atomic_load_n(MSL_SIM_DEV_PTR(o), __ATOMIC_SEQ_CST);                                \
             while (!__atomic_compare_exchange_n(MSL_SIM_DEV_PTR(o), &old,                                    \
@@ -187,17 +202,19 @@ MSL_SIM_DEV_ADDSUB(add, +)
 MSL_SIM_DEV_ADDSUB(sub, -)
 #undef MSL_SIM_DEV_ADDSUB
 #define MSL_SIM_DEV_BITOP(name)                                                                                \
-    template <class T> inline T atomic_fetch_##name##_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) { \
+    template <class T> MSL_SIM_DEV_ATOMIC T atomic_fetch_##name##_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) { \
         __detail::relaxed_only(__mo);                                                                        \
         MSL_SIM_NO64(T, #name);                                                                              \
         static_assert(__detail::is_int32<T>, "atomic_fetch_" #name "_explicit needs atomic_int or atomic_uint"); \
+        MSL_SIM_NOTE_WRITE(o);                                                                               \
         return __atomic_fetch_##name((volatile __global T *)&o->__v, v, __ATOMIC_SEQ_CST);                    \
     }
 #define MSL_SIM_DEV_MINMAX(name)                                                                               \
-    template <class T> inline T atomic_fetch_##name##_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) { \
+    template <class T> MSL_SIM_DEV_ATOMIC T atomic_fetch_##name##_explicit(volatile __global atomic<T> *o, typename atomic<T>::value_type v, memory_order __mo) { \
         __detail::relaxed_only(__mo);                                                                        \
         static_assert(__detail::is_int32<T>, "atomic_fetch_" #name "_explicit needs atomic_int or atomic_uint" \
                       " (atomic_ulong has only the void atomic_" #name "_explicit, MSL 6.15.4.6)");          \
+        MSL_SIM_NOTE_WRITE(o);                                                                               \
         return __atomic_fetch_##name((volatile __global T *)&o->__v, v, __ATOMIC_SEQ_CST);                    \
     }
 MSL_SIM_DEV_BITOP(and)
@@ -212,8 +229,9 @@ MSL_SIM_DEV_MINMAX(max)
 // order only; Apple silicon (GPU families: the Metal Feature Set Tables), MSL 2.4 and later.
 // No threadgroup overloads: Metal has none.
 #define MSL_SIM_ATOMIC_ULONG_MINMAX(name)                                                                      \
-    inline void atomic_##name##_explicit(volatile __global atomic<ulong> *o, ulong v, memory_order __mo) { \
+    MSL_SIM_DEV_ATOMIC void atomic_##name##_explicit(volatile __global atomic<ulong> *o, ulong v, memory_order __mo) { \
         __detail::relaxed_only(__mo);                                                                        \
+        MSL_SIM_NOTE_WRITE(o);                                                                               \
         __atomic_fetch_##name((volatile __global ulong *)&o->__v, v, __ATOMIC_SEQ_CST);                      \
     }
 MSL_SIM_ATOMIC_ULONG_MINMAX(min)
@@ -228,6 +246,8 @@ MSL_SIM_ATOMIC_ULONG_MINMAX(max)
 // Threadgroup memory: one OS thread runs all fibers of a threadgroup, one at a time.
 MSL_SIM_ATOMICS(__local)
 #undef MSL_SIM_ATOMICS
+#undef MSL_SIM_DEV_ATOMIC
+#undef MSL_SIM_NOTE_WRITE
 #undef MSL_SIM_ATOMIC_BITOP
 #undef MSL_SIM_ATOMIC_MINMAX
 #undef MSL_SIM_NO64

@@ -16,8 +16,8 @@
 #define MSL_SIM_HAS_thread_scope (__METAL_VERSION__ >= 320)
 // MSL §6.15.3 Fence Functions (Metal 3.2 and later, Apple silicon)
 #define MSL_SIM_HAS_atomic_thread_fence (__METAL_VERSION__ >= 320)
-// MSL §4.8 Memory Coherency (coherent(device): Metal 3.2 and later)
-#define MSL_SIM_HAS_coherent (__METAL_VERSION__ >= 320)
 // MSL §6.15.1 Memory Order (seq_cst on atomic_thread_fence, Metal 3.2 and later)
 #define MSL_SIM_HAS_memory_order_seq_cst (__METAL_VERSION__ >= 320)
+// MSL §4.8 Memory Coherency (coherent(device) buffers, visible across threadgroups: Metal 3.2 and later)
+#define MSL_SIM_HAS_coherent (__METAL_VERSION__ >= 320)
 #endif

@@ -34,6 +34,17 @@
 #define threadgroup __local
 #define constant __constant
 #define thread
+// coherent(device) (MSL 4.8 Memory Coherency, Metal 3.2): a device buffer whose plain loads
+// see other threadgroups' stores once synchronised. The qualifier becomes an annotation the
+// simulator reads from kernel signatures (msltrans/sim/signatures.py): the coherence check of
+// a checked build (msltrans/sim/coherence.py) lets plain loads from such a buffer read what
+// other threadgroups stored. Only `device` is a scope; below Metal 3.2 it is an error.
+#if MSL_SIM_HAS_coherent
+#define coherent(scope) MSL_SIM_COHERENT_##scope
+#define MSL_SIM_COHERENT_device __attribute__((annotate("msl_sim_coherent")))
+#else
+#define coherent(scope) _Pragma("GCC error \"coherent(device) needs MSL 3.2 (MSL section 4.8 Memory Coherency; macOS 15): the target MSL version is older\"")
+#endif
 // Kernels become plain functions; the runtime generates their entry wrappers. `[[kernel]]`
 // becomes `[[]]`, which is valid C++.
 #define kernel
