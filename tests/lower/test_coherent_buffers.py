@@ -88,10 +88,10 @@ def test_refused_below_3_2() -> None:
 
 def test_no_qualifier_where_nothing_is_read_after_an_acquire() -> None:
     a = _lower(split_k_like, {"a_ptr": "*fp32", "out_ptr": "*fp32"}, {"N": 64})
-    assert "coherent" not in a.source and a.coherent_buffers == ()
+    assert "coherent(device)" not in a.source and a.coherent_buffers == ()
     b = _lower(counted_reads, {"x_ptr": "*i32", "count_ptr": "*i32", "out_ptr": "*i32"},
                {"N": 32, "STEPS": 3})
-    assert "coherent" not in b.source and b.coherent_buffers == ()
+    assert "coherent(device)" not in b.source and b.coherent_buffers == ()
 
 
 def test_publish_then_read_runs_with_its_data_coherent() -> None:
