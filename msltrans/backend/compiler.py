@@ -70,7 +70,7 @@ def make_msl(mod: Any, metadata: dict[str, Any], opt: Any) -> str:
     metadata["threads_per_group"] = int(program.threads_per_group)
     metadata["params"] = _param_dicts(program)
     metadata["buffer_alignment"] = [list(pair) for pair in program.buffer_alignment]
-    metadata["coherent_buffers"] = list(program.coherent_buffers)
+    metadata["coherent_buffers"] = list(getattr(program, "coherent_buffers", ()))
     metadata["args_size"] = int(getattr(program, "args_size", 0))
     if getattr(program, "debug_sites", ()):  # tl.device_print / device_assert: hidden buffer
         metadata["msl_debug_sites"] = list(program.debug_sites)
