@@ -351,8 +351,10 @@ def _dlopen(path: Path) -> ctypes.CDLL:
 def _config_hash() -> str:
     compiler = find_compiler()
     # With the lanes pass or without (LLVM's headers missing): different libraries.
+    # The language rules (msltrans/sim/language.py) decide what compiles: a change re-keys.
+    rules = hashlib.sha256((Path(__file__).parent / "language.py").read_bytes()).hexdigest()
     text = "\0".join([compiler.identity, headers_hash(), *LANGUAGE_FLAGS, *CODEGEN_FLAGS,
-                      *SYSTEM_LIBS, lanes_pass(compiler)])
+                      *SYSTEM_LIBS, lanes_pass(compiler), rules])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -371,6 +373,10 @@ def compile_shader(source: str, name: str = "shader.metal",
     from msltrans import msl_version as versions
 
     version = versions.parse(msl_version) if msl_version else versions.target()
+    if not source.isascii():
+        from msltrans.sim.language import check_ascii
+
+        check_ascii(source, Path(name).name)
     dirs = tuple(str(Path(d).resolve()) for d in include_dirs)
     text = "\0".join([_config_hash(), str(version), name, *dirs, source,
                       "profile" if profile else ""])
