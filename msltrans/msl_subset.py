@@ -143,8 +143,10 @@ RULES: tuple[Rule, ...] = (
          "to half)", "MSL specification 2.22 (neither float nor half can be implicitly "
          "converted to bfloat; bfloat only to a type of greater rank)", "all",
          "MSL allows no implicit conversion to bfloat: write bfloat(x) or static_cast<bfloat>(x)",
-         "language.py check_ir (fptrunc to bfloat in a user function, not after `bfloat(` or "
-         "`(bfloat)`); half <-> bfloat: clang itself"),
+         "language.py check_ir: a float -> bfloat conversion left in a user function (the "
+         "shim makes `bfloat(x)` and `static_cast<bfloat>(x)` shim calls); not checked: lines "
+         "with a C-style `(bfloat)` cast, template instantiations (`T(x)` reads as implicit "
+         "there), constants clang folds (`bfloat b = 1.0f;`). half <-> bfloat: clang itself"),
     Rule("atomic_float_threadgroup", "atomic_fetch_add/sub_explicit on a threadgroup "
          "atomic_float", "MSL specification 6.15.4.5 (atomic add and sub support atomic_float "
          "only in device memory)", "all",
@@ -170,5 +172,8 @@ RULES: tuple[Rule, ...] = (
          "does not divide (a `threadgroup ulong x[N]` read as uint4)",
          "MSL specification 2.5 (Tables 2.2-2.3: a type's alignment)", "all",
          "Metal aligns a threadgroup variable only to its declared type",
-         "runtime: threadgroup statics at their alignment (not 16), the access checked"),
+         "runtime (rendezvous.c): each threadgroup declaration at its type's alignment, at an "
+         "odd multiple of it below 16 bytes where that fits (`alignas(N)` before `threadgroup` "
+         "raises it); clang's -fsanitize=alignment check on typed accesses, reported when the "
+         "address is threadgroup memory"),
 )

@@ -13,6 +13,7 @@ from pathlib import Path
 from msltrans.sim.attributes import check_source
 from msltrans.sim.cache import atomic_write, cache_dir, temp_output
 from msltrans.sim.compiler import (
+    ALIGNMENT_FLAGS,
     CODEGEN_FLAGS,
     Compiler,
     include_flags,
@@ -137,8 +138,8 @@ def build(source: str, name: str, compiler: Compiler, key: str,
         # The profiling build's sanitizer flags go to both steps: the front end marks the
         # functions to instrument, the optimiser instruments them.
         profiling = PROFILE_FLAGS if profile else ()
-        argv = [*compiler.argv, *flags, *CODEGEN_FLAGS, *profiling, *includes, *pch_flags,
-                *IR_FLAGS, "-o", f"{name}.ll", prepared]
+        argv = [*compiler.argv, *flags, *CODEGEN_FLAGS, *ALIGNMENT_FLAGS, *profiling, *includes,
+                *pch_flags, *IR_FLAGS, "-o", f"{name}.ll", prepared]
         _run(argv, work, "compiling", name, keep)
         ir = Path(work, f"{name}.ll")
         ir_text = ir.read_text()

@@ -67,6 +67,10 @@ def _host_target_flags() -> tuple[str, ...]:
 
 
 TARGET_FLAGS = _host_target_flags()
+# Typed accesses check their address's alignment (clang's UBSan alignment check, front end);
+# the runtime's __ubsan_handle_type_mismatch_v1 fails the dispatch for a misaligned
+# threadgroup access and ignores the rest (rendezvous.c). Part of the cache key.
+ALIGNMENT_FLAGS = ("-fsanitize=alignment",)
 
 
 def language_flags(version: int) -> tuple[str, ...]:

@@ -27,10 +27,17 @@ from msltrans.sim.errors import CompileError
 _RULES = {rule.key: rule for rule in RULES}
 
 
-def refusal(key: str, where: str, what: str) -> CompileError:
-    """The CompileError for rule `key`: where, what was found, and why Apple rejects it."""
+def refusal(key: str, where: str, what: str, line_text: str = "") -> CompileError:
+    """The CompileError for rule `key`: where, what was found, why Apple rejects it and the
+    source line."""
     rule = _RULES[key]
-    return CompileError(f"{where}: {what}: {rule.why} ({rule.source})")
+    quoted = f"\n    {line_text.strip()}" if line_text.strip() else ""
+    return CompileError(f"{where}: {what}: {rule.why} [{rule.source}]{quoted}")
+
+
+def _line(sources: dict[str, str], file: str | None, line: int) -> str:
+    lines = sources.get(file or "", "").split("\n")
+    return lines[line - 1] if 0 < line <= len(lines) else ""
 
 
 def check_ascii(text: str, name: str) -> None:
@@ -48,7 +55,7 @@ def check_ascii(text: str, name: str) -> None:
     rule = _RULES["non_ascii"]
     raise CompileError(
         f"non-ASCII character at {name}:{line}:{column}: {described} "
-        f"(bytes {' '.join(f'0x{b:02X}' for b in encoded)}); {rule.why} ({rule.source})")
+        f"(bytes {' '.join(f'0x{b:02X}' for b in encoded)}); {rule.why} [{rule.source}]")
 
 
 # Preprocessed text: no comments are left; string and character literals are skipped.
@@ -224,14 +231,20 @@ def check_ir(ir: str, user_files: Iterable[str], sources: dict[str, str]) -> Non
             cfile, cline, _ = module.location(dbg.group(1) if dbg else None)
             raise refusal("function_pointer", where(cfile or file, cline or line),
                           f"an indirect call (a function pointer) in "
-                          f"`{module.display_name(function)}`")
-        for trunc in _BF16_TRUNC.finditer(body):
+                          f"`{module.display_name(function)}`",
+                          _line(sources, cfile or file, cline or line))
+        # In a template instantiation `T(x)` (explicit) and `T r = x` (implicit) give the
+        # same IR, so only non-template functions are checked.
+        templated = "<" in module.display_name(function)
+        for trunc in () if templated else _BF16_TRUNC.finditer(body):
             tfile, tline, tcol = module.location(trunc.group(1))
             if tfile in users and not _is_explicit(sources, tfile, tline):
                 raise refusal("bfloat_implicit", where(tfile, tline),
-                              f"an implicit conversion to bfloat (column {tcol})")
+                              f"an implicit conversion to bfloat (column {tcol})",
+                              _line(sources, tfile, tline))
         path = _cycle(graph, function)
         if path is not None:
             names = " -> ".join(f"`{module.display_name(f)}`" if f in module.functions else f
                                 for f in path)
-            raise refusal("recursion", where(file, line), f"a recursive call ({names})")
+            raise refusal("recursion", where(file, line), f"a recursive call ({names})",
+                          _line(sources, file, line))

@@ -31,7 +31,13 @@ from msltrans.sim.args import (
     scalar_region,
 )
 from msltrans.sim.cache import headers_hash, temp_output
-from msltrans.sim.compiler import CODEGEN_FLAGS, LANGUAGE_FLAGS, SYSTEM_LIBS, find_compiler
+from msltrans.sim.compiler import (
+    ALIGNMENT_FLAGS,
+    CODEGEN_FLAGS,
+    LANGUAGE_FLAGS,
+    SYSTEM_LIBS,
+    find_compiler,
+)
 from msltrans.sim.entries import entry_symbol, lanes_frame_symbol, lanes_symbol
 from msltrans.sim.errors import LaunchError
 from msltrans.sim.faults import raise_report
@@ -354,7 +360,7 @@ def _config_hash() -> str:
     # The language rules (msltrans/sim/language.py) decide what compiles: a change re-keys.
     rules = hashlib.sha256((Path(__file__).parent / "language.py").read_bytes()).hexdigest()
     text = "\0".join([compiler.identity, headers_hash(), *LANGUAGE_FLAGS, *CODEGEN_FLAGS,
-                      *SYSTEM_LIBS, lanes_pass(compiler), rules])
+                      *SYSTEM_LIBS, lanes_pass(compiler), rules, *ALIGNMENT_FLAGS])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
