@@ -103,10 +103,14 @@ def test_lanes_match_fibers(monkeypatch, schedule, threads, group):
 ATOMIC_ORDER = HEADER + """
 kernel void order(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
                   uint gid [[thread_position_in_grid]], uint lid [[thread_index_in_threadgroup]]) {
-    threadgroup atomic_float acc;
-    if (lid == 0) atomic_store_explicit(&acc, 0.0f, memory_order_relaxed);
+    threadgroup atomic_uint acc;   // MSL 6.15.4.5: no atomic_float add in threadgroup memory
+    if (lid == 0) atomic_store_explicit(&acc, as_type<uint>(0.0f), memory_order_relaxed);
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    out[gid] = atomic_fetch_add_explicit(&acc, x[gid], memory_order_relaxed);
+    // A float add by compare-exchange: the order of the adds shows in the sum's bytes.
+    uint seen = atomic_load_explicit(&acc, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(&acc, &seen, as_type<uint>(as_type<float>(seen) + x[gid]),
+                                                  memory_order_relaxed, memory_order_relaxed)) {}
+    out[gid] = as_type<float>(seen);
     threadgroup_barrier(mem_flags::mem_threadgroup);
     out[gid] += simd_sum(x[gid]);
 }
@@ -494,8 +498,9 @@ def test_a_pass_that_does_not_build_leaves_kernels_on_fibers(monkeypatch, tmp_pa
 # fills a call-site record for the per-thread path's wait on a pending product, which lanes
 # mode folds away, and each matrix has a handle only the per-thread path reads. Neither may
 # stay in the lanes' frames, nor the site of a run (a constant): eight products read once
-# each keep 9 matrices' elements (8 bytes per lane each), the sum's payload (4) and two
-# values live across the sum (the buffer's address, 8, and the lane's index, 2).
+# each keep 9 matrices' elements (8 bytes per lane each), the sum's payload (4) and three
+# values live across the sum (the buffer's address, 8, the lane's index, 2, and the store's
+# address, 8, which the alignment check of msltrans/sim/compiler.py ALIGNMENT_FLAGS reads).
 FRAME_READS = HEADER + """
 #include <metal_simdgroup_matrix>
 kernel void eight_reads(device float* m [[buffer(0)]], ushort lane [[thread_index_in_simdgroup]]) {
@@ -520,7 +525,7 @@ kernel void eight_reads(device float* m [[buffer(0)]], ushort lane [[thread_inde
 def test_lanes_frames_keep_no_unread_records_or_handles(monkeypatch):
     lib = sim.compile_shader(FRAME_READS, name="lanes_frame_reads.metal")
     assert lib.eight_reads.lanes
-    assert lib.eight_reads.lanes_frame_bytes == (9 * 8 + 4 + 8 + 2) * 32
+    assert lib.eight_reads.lanes_frame_bytes == (9 * 8 + 4 + 8 + 2 + 8) * 32
     m = (np.arange(96, dtype=np.float32) % 7) / 4
     outs = []
     for mode in ("fibers", "lanes"):

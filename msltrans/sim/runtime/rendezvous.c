@@ -438,20 +438,30 @@ void *msl_sim_threadgroup_static(const void *key, unsigned long size, unsigned l
     msl_sim_worker *w = msl_sim_self();
     for (unsigned i = 0; i < w->n_statics; i++)
         if (w->statics[i].key == key) return w->arena + w->statics[i].offset;
-    /* Each declaration at the alignment of its type (MSL 2.5), no more: where that alignment
-       is below 16, at an odd multiple of it when that fits, so that a wider access than the
-       type allows (a `threadgroup ulong x[N]` read as uint4) is misaligned here as it may be
-       on the GPU, and msl_sim_misaligned (below) reports it. */
+    /* Metal counts each declaration in 16-byte units; over 32 KB in that count is an error.
+       Placement: each declaration at the alignment of its type (MSL 2.5), no more: where that
+       alignment is below 16, at an odd multiple of it (up to MSL_SIM_TG_SLACK bytes past
+       Metal's count), so that an access wider than the type allows (a `threadgroup ulong
+       x[N]` read as uint4) is misaligned here as it may be on the GPU, and
+       __ubsan_handle_type_mismatch_v1 (below) reports it. */
     if (align == 0) align = 1;
-    unsigned long offset = (w->arena_used + align - 1) / align * align;
-    if (align < 16 && offset % (2 * align) == 0 && offset + align + size <= MSL_SIM_TG_LIMIT)
-        offset += align;
-    if (offset + size > MSL_SIM_TG_LIMIT || w->n_statics == MSL_SIM_MAX_STATICS) {
+    unsigned long counted = w->arena_base + w->static_bytes + (size + 15) / 16 * 16;
+    unsigned long packed = (w->arena_used + align - 1) / align * align;
+    if (counted > MSL_SIM_TG_LIMIT || w->n_statics == MSL_SIM_MAX_STATICS ||
+        packed + size > MSL_SIM_TG_LIMIT + MSL_SIM_TG_SLACK) {
         char msg[256];
         snprintf(msg, sizeof msg, "threadgroup memory: a %lu-byte declaration brings the total to "
-                 "%lu bytes, over Metal's %u-byte limit", size, offset + size, MSL_SIM_TG_LIMIT);
+                 "%lu bytes, over Metal's %u-byte limit", size, counted, MSL_SIM_TG_LIMIT);
         fail_here(w, msl_sim_self_fiber(w), MSL_SIM_ERR_TG_MEMORY, msg);
     }
+    unsigned long start = w->arena_base + w->static_bytes;   /* where Metal's count puts it */
+    if (start < w->arena_used) start = w->arena_used;
+    unsigned long offset = (start + align - 1) / align * align;
+    if (align < 16 && offset % (2 * align) == 0 &&
+        offset + align + size <= MSL_SIM_TG_LIMIT + MSL_SIM_TG_SLACK)
+        offset += align;
+    if (offset + size > MSL_SIM_TG_LIMIT + MSL_SIM_TG_SLACK)   /* mixed alignments: pack */
+        offset = packed;
     w->statics[w->n_statics].key = key;
     w->statics[w->n_statics++].offset = offset;
     memset(w->arena + w->arena_used, 0xFF, offset + size - w->arena_used);
@@ -475,7 +485,8 @@ typedef struct {
 
 void __ubsan_handle_type_mismatch_v1(msl_sim_ubsan_mismatch *data, unsigned long pointer) {
     msl_sim_worker *w = msl_sim_self();
-    if (!w || !w->arena || !data || pointer - (unsigned long)w->arena >= MSL_SIM_TG_LIMIT)
+    if (!w || !w->arena || !data ||
+        pointer - (unsigned long)w->arena >= MSL_SIM_TG_LIMIT + MSL_SIM_TG_SLACK)
         return;
     unsigned long align = 1ul << data->log_alignment;
     if (!(pointer & (align - 1))) return;
