@@ -108,8 +108,9 @@ kernel void order(device const float* x [[buffer(0)]], device float* out [[buffe
     threadgroup_barrier(mem_flags::mem_threadgroup);
     // A float add by compare-exchange: the order of the adds shows in the sum's bytes.
     uint seen = atomic_load_explicit(&acc, memory_order_relaxed);
-    while (!atomic_compare_exchange_weak_explicit(&acc, &seen, as_type<uint>(as_type<float>(seen) + x[gid]),
-                                                  memory_order_relaxed, memory_order_relaxed)) {}
+    while (!atomic_compare_exchange_weak_explicit(
+            &acc, &seen, as_type<uint>(as_type<float>(seen) + x[gid]),
+            memory_order_relaxed, memory_order_relaxed)) {}
     out[gid] = as_type<float>(seen);
     threadgroup_barrier(mem_flags::mem_threadgroup);
     out[gid] += simd_sum(x[gid]);
