@@ -125,14 +125,14 @@ class Rule:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("non_ascii", "a byte above 0x7F anywhere in the source, comments and user headers "
-         "included", "PyTorch's MetalShaderLibrary::compileLibrary, "
+    Rule("non_ascii", "a byte above 0x7F anywhere in the source string, comments included "
+         "(not in headers it includes: torch converts only the string)",
+         "PyTorch's MetalShaderLibrary::compileLibrary, "
          "aten/src/ATen/native/mps/OperationUtils.mm", "all",
          "torch.mps.compile_shader builds the source with [NSString stringWithCString:src "
          "encoding:NSASCIIStringEncoding], which does not take such bytes (most likely a nil "
          "string: newLibraryWithSource: gets no source and the kernel does not compile on a Mac)",
-         "msltrans/sim/language.py check_ascii (before the cache; user headers after "
-         "preprocessing)"),
+         "msltrans/sim/language.py check_ascii, before the cache lookup"),
     Rule("lambda", "a lambda expression", "MSL specification 1.5.4 (lambda expressions prior "
          "to Metal 3.2)", "below 3.2",
          "MSL has lambda expressions only from Metal 3.2 (macOS 15)",
@@ -143,10 +143,10 @@ RULES: tuple[Rule, ...] = (
          "to half)", "MSL specification 2.22 (neither float nor half can be implicitly "
          "converted to bfloat; bfloat only to a type of greater rank)", "all",
          "MSL allows no implicit conversion to bfloat: write bfloat(x) or static_cast<bfloat>(x)",
-         "language.py check_ir: a float -> bfloat conversion left in a user function (the "
-         "shim makes `bfloat(x)` and `static_cast<bfloat>(x)` shim calls); not checked: lines "
-         "with a C-style `(bfloat)` cast, template instantiations (`T(x)` reads as implicit "
-         "there), constants clang folds (`bfloat b = 1.0f;`). half <-> bfloat: clang itself"),
+         "language.py check_ir: a float -> bfloat conversion in a user function whose "
+         "operand does not follow `bfloat(` (`static_cast` converts in the shim); not checked: "
+         "lines with a C-style `(bfloat)` cast, template instantiations (`T(x)` reads as "
+         "implicit there), constants clang folds (`bfloat b = 1.0f;`). half <-> bfloat: clang"),
     Rule("atomic_float_threadgroup", "atomic_fetch_add/sub_explicit on a threadgroup "
          "atomic_float", "MSL specification 6.15.4.5 (atomic add and sub support atomic_float "
          "only in device memory)", "all",
@@ -174,6 +174,7 @@ RULES: tuple[Rule, ...] = (
          "Metal aligns a threadgroup variable only to its declared type",
          "runtime (rendezvous.c): each threadgroup declaration at its type's alignment, at an "
          "odd multiple of it below 16 bytes where that fits (`alignas(N)` before `threadgroup` "
-         "raises it); clang's -fsanitize=alignment check on typed accesses, reported when the "
-         "address is threadgroup memory"),
+         "raises it); clang's -fsanitize=alignment check, kept in the IR only for accesses "
+         "whose type is in threadgroup memory (`__local`), reported when the address is "
+         "threadgroup memory (MSLTRANS_SIM_ALIGNMENT_CHECK=0: off)"),
 )

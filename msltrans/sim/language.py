@@ -138,6 +138,7 @@ _INDIRECT_CALL = re.compile(r"\b(?:call|invoke)\b(?![^\n]*\basm\b)[^@%\n(]*?\s%[
 _BF16_TRUNC = re.compile(r"= fptrunc (?:float|half) [^\n]* to bfloat\b[^\n]*!dbg !(\d+)")
 _DBG = re.compile(r"!dbg !(\d+)")
 _C_STYLE_BF16 = re.compile(r"\(\s*(?:metal\s*::\s*)?bfloat\s*\)")
+_FUNCTIONAL_BF16 = re.compile(r"\bbfloat\s*\(\s*[(\s]*$")
 
 
 class _Module:
@@ -182,16 +183,21 @@ class _Module:
         return function
 
 
-def _is_explicit(sources: dict[str, str], file: str, line: int) -> bool:
-    """Whether line `line` of `file` holds a C-style `(bfloat)` cast. `bfloat(x)` and
-    `static_cast<bfloat>(x)` convert inside the shim; a C-style cast is the one explicit
-    conversion left in the user's code, and clang's location for it is not the cast's own,
-    so any conversion on such a line counts as explicit (a miss, never a false refusal)."""
+def _is_explicit(sources: dict[str, str], file: str, line: int, column: int) -> bool:
+    """Whether the conversion at (file, line, column) is written `bfloat(x)` or `(bfloat)x`
+    (`static_cast<bfloat>` converts inside the shim). clang puts a functional cast's
+    location on its operand, so the text before the column ends in `bfloat(`; a C-style
+    cast's location is not its own, so any conversion on a line with one counts as explicit
+    (a miss, never a false refusal)."""
     text = sources.get(file)
     if text is None or line <= 0:
         return False
     lines = text.split("\n")
-    return line <= len(lines) and _C_STYLE_BF16.search(lines[line - 1]) is not None
+    if line > len(lines):
+        return False
+    if _C_STYLE_BF16.search(lines[line - 1]):
+        return True
+    return _FUNCTIONAL_BF16.search(lines[line - 1][:max(column - 1, 0)]) is not None
 
 
 def _cycle(graph: dict[str, set[str]], start: str) -> list[str] | None:
@@ -238,7 +244,7 @@ def check_ir(ir: str, user_files: Iterable[str], sources: dict[str, str]) -> Non
         templated = "<" in module.display_name(function)
         for trunc in () if templated else _BF16_TRUNC.finditer(body):
             tfile, tline, tcol = module.location(trunc.group(1))
-            if tfile in users and not _is_explicit(sources, tfile, tline):
+            if tfile in users and not _is_explicit(sources, tfile, tline, tcol):
                 raise refusal("bfloat_implicit", where(tfile, tline),
                               f"an implicit conversion to bfloat (column {tcol})",
                               _line(sources, tfile, tline))
@@ -248,3 +254,38 @@ def check_ir(ir: str, user_files: Iterable[str], sources: dict[str, str]) -> Non
                                 for f in path)
             raise refusal("recursion", where(file, line), f"a recursive call ({names})",
                           _line(sources, file, line))
+
+
+# clang's alignment check (compiler.py ALIGNMENT_FLAGS) on every typed access costs hot
+# loops their vectorisation (attention ran about twice as long). The rule is about
+# threadgroup memory, and clang names each check's type with its address space
+# ("'__local uint4'"): the checks of other accesses get a mask of 0, and the optimiser
+# removes them.
+_TYPE_DESCRIPTOR = re.compile(
+    r'^(@[\w.]+) = private unnamed_addr constant \{ i16, i16, \[\d+ x i8\] \} '
+    r'\{ i16 -?\d+, i16 -?\d+, \[\d+ x i8\] c"([^"]*)"', re.M)
+_CHECK_DATA = re.compile(r"^(@[\w.]+) = private unnamed_addr global \{ \{ ptr, i32, i32 \}, ptr, "
+                         r"i8, i8 \} \{ \{ ptr, i32, i32 \} \{ [^}]* \}, ptr (@[\w.]+),", re.M)
+_MISMATCH_CALL = re.compile(r"@__ubsan_handle_type_mismatch_v1\(ptr (@[\w.]+), i64 (%[\w.]+)\)")
+
+
+def keep_threadgroup_alignment_checks(ir: str) -> str:
+    """Unoptimised IR with only the alignment checks of threadgroup (`__local`) accesses."""
+    if "__ubsan_handle_type_mismatch_v1" not in ir:
+        return ir
+    local_types = {m.group(1) for m in _TYPE_DESCRIPTOR.finditer(ir) if "__local" in m.group(2)}
+    local_checks = {m.group(1) for m in _CHECK_DATA.finditer(ir) if m.group(2) in local_types}
+    out, last = [], 0
+    for define in _DEFINE.finditer(ir):
+        end = ir.find("\n}\n", define.end())
+        end = len(ir) if end < 0 else end
+        body = ir[define.end():end]
+        drop = {m.group(2) for m in _MISMATCH_CALL.finditer(body) if m.group(1) not in local_checks}
+        if drop:
+            names = "|".join(re.escape(v) for v in sorted(drop))
+            body = re.sub(r"(= and i64 (?:" + names + r"), )\d+\b", r"\g<1>0", body)
+        out.append(ir[last:define.end()])
+        out.append(body)
+        last = end
+    out.append(ir[last:])
+    return "".join(out)

@@ -499,9 +499,8 @@ def test_a_pass_that_does_not_build_leaves_kernels_on_fibers(monkeypatch, tmp_pa
 # fills a call-site record for the per-thread path's wait on a pending product, which lanes
 # mode folds away, and each matrix has a handle only the per-thread path reads. Neither may
 # stay in the lanes' frames, nor the site of a run (a constant): eight products read once
-# each keep 9 matrices' elements (8 bytes per lane each), the sum's payload (4) and three
-# values live across the sum (the buffer's address, 8, the lane's index, 2, and the store's
-# address, 8, which the alignment check of msltrans/sim/compiler.py ALIGNMENT_FLAGS reads).
+# each keep 9 matrices' elements (8 bytes per lane each), the sum's payload (4) and two
+# values live across the sum (the buffer's address, 8, and the lane's index, 2).
 FRAME_READS = HEADER + """
 #include <metal_simdgroup_matrix>
 kernel void eight_reads(device float* m [[buffer(0)]], ushort lane [[thread_index_in_simdgroup]]) {
@@ -526,7 +525,7 @@ kernel void eight_reads(device float* m [[buffer(0)]], ushort lane [[thread_inde
 def test_lanes_frames_keep_no_unread_records_or_handles(monkeypatch):
     lib = sim.compile_shader(FRAME_READS, name="lanes_frame_reads.metal")
     assert lib.eight_reads.lanes
-    assert lib.eight_reads.lanes_frame_bytes == (9 * 8 + 4 + 8 + 2 + 8) * 32
+    assert lib.eight_reads.lanes_frame_bytes == (9 * 8 + 4 + 8 + 2) * 32
     m = (np.arange(96, dtype=np.float32) % 7) / 4
     outs = []
     for mode in ("fibers", "lanes"):

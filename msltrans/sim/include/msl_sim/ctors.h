@@ -39,14 +39,4 @@
 #define float2(...) MSL_SIM_CTOR(float, 2)(__VA_ARGS__)
 #define float3(...) MSL_SIM_CTOR(float, 3)(__VA_ARGS__)
 #define float4(...) MSL_SIM_CTOR(float, 4)(__VA_ARGS__)
-// bfloat(x), the explicit conversion, goes through a shim function: a float -> bfloat
-// conversion left in the user's own code is then an implicit one, which MSL 2.22 forbids and
-// msltrans/sim/language.py refuses (C-style `(bfloat)x` is recognised by its text).
-namespace metal {
-namespace __detail {
-inline bfloat msl_bfloat_ctor() { return (bfloat)0.0f; }
-template <class U> inline bfloat msl_bfloat_ctor(U u) { return (bfloat)u; }
-}  // namespace __detail
-}  // namespace metal
-#define bfloat(...) ::metal::__detail::msl_bfloat_ctor(__VA_ARGS__)
 #endif
