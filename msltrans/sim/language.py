@@ -4,7 +4,8 @@ The simulator is the only oracle msltrans has off a Mac, so it refuses what the 
 (`torch.mps.compile_shader` -> `MTLDevice newLibraryWithSource:`) would refuse. The rules,
 each with its source, are the table `msltrans.msl_subset.RULES` (docs/msl-subset.md):
 
-- `check_ascii`: the source text and every user header it includes are 7-bit ASCII.
+- `check_ascii`: the source string is 7-bit ASCII (headers it includes are not checked:
+  torch converts only the string).
 - `check_user_text` (the user's part of the preprocessed text): no `goto`; no lambda below
   MSL 3.2.
 - `check_ir` (the unoptimised LLVM IR of the whole translation unit): no implicit conversion
