@@ -116,3 +116,72 @@ UNUSED: frozenset[str] = frozenset({
 
 def all_names() -> dict[str, Feature]:
     return {name: f for f in FEATURES for name in f.names}
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Something Apple's toolchain rejects that clang (the simulator's compiler) accepts: the
+    simulator refuses it with a CompileError (or, for alignment, a fault) citing `source`."""
+
+    key: str
+    what: str
+    source: str       # the specification section (Version 4) or other source
+    refused: str      # at which MSL versions
+    why: str          # the reason, as the error message gives it
+    how: str          # where the simulator checks it
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("non_ascii", "a byte above 0x7F anywhere in the source string, comments included "
+         "(not in headers it includes: torch converts only the string)",
+         "PyTorch's MetalShaderLibrary::compileLibrary, "
+         "aten/src/ATen/native/mps/OperationUtils.mm", "all",
+         "torch.mps.compile_shader builds the source with [NSString stringWithCString:src "
+         "encoding:NSASCIIStringEncoding], which does not take such bytes (most likely a nil "
+         "string: newLibraryWithSource: gets no source and the kernel does not compile on a Mac)",
+         "msltrans/sim/language.py check_ascii, before the cache lookup"),
+    Rule("lambda", "a lambda expression", "MSL specification 1.5.4 (lambda expressions prior "
+         "to Metal 3.2)", "below 3.2",
+         "MSL has lambda expressions only from Metal 3.2 (macOS 15)",
+         "language.py check_user_text (preprocessed user text)"),
+    Rule("goto", "a `goto` statement", "MSL specification 1.5.4 (goto statement, C++17 6.6)",
+         "all", "MSL has no goto statement", "language.py check_user_text"),
+    Rule("bfloat_implicit", "an implicit conversion of float or half to bfloat (or of bfloat "
+         "to half)", "MSL specification 2.22 (neither float nor half can be implicitly "
+         "converted to bfloat; bfloat only to a type of greater rank)", "all",
+         "MSL allows no implicit conversion to bfloat: write bfloat(x) or static_cast<bfloat>(x)",
+         "language.py check_ir: a float -> bfloat conversion in a user function whose "
+         "operand does not follow `bfloat(` (`static_cast` converts in the shim); not checked: "
+         "lines with a C-style `(bfloat)` cast, template instantiations (`T(x)` reads as "
+         "implicit there), constants clang folds (`bfloat b = 1.0f;`). half <-> bfloat: clang"),
+    Rule("atomic_float_threadgroup", "atomic_fetch_add/sub_explicit on a threadgroup "
+         "atomic_float", "MSL specification 6.15.4.5 (atomic add and sub support atomic_float "
+         "only in device memory)", "all",
+         "atomic_float add and sub exist only in device memory",
+         "static_assert in msl_sim/atomic.h"),
+    Rule("simd_permute_type", "simd_shuffle*, simd_broadcast* on bool, long or ulong",
+         "MSL specification 6.9.2 (Table 6.14's T excludes bool, long, ulong, void, size_t, "
+         "ptrdiff_t)", "all", "the SIMD-group permute functions take no bool or 64-bit type",
+         "static_assert in msl_sim/simd.h"),
+    Rule("recursion", "a call-graph cycle through a user function",
+         "MSL specification 1.5.4 allows recursion in kernels from Metal 2.4, but Apple's "
+         "MTLComputePipelineDescriptor.maxCallStackDepth defaults to 1", "all",
+         "torch.mps.compile_shader makes its pipelines without a descriptor, so the call "
+         "stack depth cannot be raised for recursion (a msltrans subset rule, not a language "
+         "rule)", "language.py check_ir (call graph of the unoptimised IR)"),
+    Rule("function_pointer", "an indirect call (a function pointer)",
+         "MSL specification 1.5.4 (function pointers: Metal 2.3) and 5.1.4 (only [[visible]] "
+         "functions, passed in the pipeline descriptor)", "all",
+         "a Metal function pointer must point to a [[visible]] function linked through the "
+         "pipeline descriptor, which torch.mps.compile_shader does not provide",
+         "language.py check_ir (an indirect call in a user function)"),
+    Rule("threadgroup_alignment", "a threadgroup access at an address its type's alignment "
+         "does not divide (a `threadgroup ulong x[N]` read as uint4)",
+         "MSL specification 2.5 (Tables 2.2-2.3: a type's alignment)", "all",
+         "Metal aligns a threadgroup variable only to its declared type",
+         "runtime (rendezvous.c): each threadgroup declaration at its type's alignment, at an "
+         "odd multiple of it below 16 bytes where that fits (`alignas(N)` before `threadgroup` "
+         "raises it); clang's -fsanitize=alignment check, kept in the IR only for accesses "
+         "whose type is in threadgroup memory (`__local`), reported when the address is "
+         "threadgroup memory (MSLTRANS_SIM_ALIGNMENT_CHECK=0: off)"),
+)

@@ -72,6 +72,23 @@ def render() -> str:
     lines += ["", "Version-gated features and the specification's words for them:", ""]
     for name, feature in msl_version.FEATURES.items():
         lines.append(f"- `{name}`: MSL {msl_version.text(feature.version)} — {feature.spec}")
+    lines += [
+        "",
+        "## What the simulator refuses",
+        "",
+        "Apple's compiler rejects these and clang, which compiles MSL as C++ for OpenCL in the",
+        "simulator, accepts them: the simulator refuses each with a `CompileError` that names the",
+        "line and cites the source below (the alignment rule: a `DeviceFailure` when the access",
+        "runs). msltrans must emit none of them. `tests/sim/test_language_rules.py` has a",
+        "negative test per rule (and the legal counterpart where there is one); the table is",
+        "`RULES` in `msltrans/msl_subset.py`.",
+        "",
+        "| rule | what | source | refused at | how the simulator checks |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for rule in msl_subset.RULES:
+        cells = [f"`{rule.key}`", rule.what, rule.source, rule.refused, rule.how]
+        lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Not used (a lowering that starts using one adds it to the table above): "
               + ", ".join(f"`{n}`" for n in sorted(msl_subset.UNUSED)) + "."]
     return "\n".join(lines) + "\n"

@@ -15,6 +15,7 @@ from msltrans.sim.attributes import check_source
 from msltrans.sim.cache import atomic_write, cache_dir, temp_output
 from msltrans.sim.coherence import DEFINE as COHERENCE_DEFINE
 from msltrans.sim.compiler import (
+    ALIGNMENT_FLAGS,
     CODEGEN_FLAGS,
     Compiler,
     include_flags,
@@ -25,6 +26,11 @@ from msltrans.sim.discover import find_kernels
 from msltrans.sim.entries import generate_entries
 from msltrans.sim.errors import CompileError
 from msltrans.sim.lanes.plugin import lanes_flags
+from msltrans.sim.language import (
+    check_ir,
+    check_user_text,
+    keep_threadgroup_alignment_checks,
+)
 from msltrans.sim.large import compile_large, is_large
 from msltrans.sim.nan_canon import canonicalize_nans
 from msltrans.sim.pch import PCH_CODEGEN, USE_PCH, prelude_pch, split_shim
@@ -111,8 +117,16 @@ def build(source: str, name: str, compiler: Compiler, key: str,
                 *PRELUDE_FLAGS, name]
         preprocessed = _run(argv, work, "preprocessing", name, keep)
         pre = split_preprocessed(preprocessed, shim_dir)
+        # The user's files, for the IR checks. Headers are not held to ASCII: torch converts
+        # only the source string (docs/simulator.md, "What the simulator refuses").
+        sources = {name: source}
+        for header in sorted(pre.files):
+            if (header != name and not header.startswith(("<", shim_dir))
+                    and os.path.isfile(header)):
+                sources[header] = Path(header).read_text(errors="surrogateescape")
         check_source(pre.text, pre.in_user_code, name, frozenset({KERNEL_MARK, TG_ATTR_MARK}))
         fp_pragmas.check(pre.text, pre.in_user_code, name, version)
+        check_user_text(pre.text, pre.in_user_code, name, version)
         # Kernel discovery first: it only blanks (lengths stay), so user ranges stay valid
         # for the threadgroup rewrite, which changes lengths.
         kernels, pre.text = find_kernels(pre)
@@ -135,11 +149,13 @@ def build(source: str, name: str, compiler: Compiler, key: str,
         # The profiling build's sanitizer flags go to both steps: the front end marks the
         # functions to instrument, the optimiser instruments them.
         profiling = PROFILE_FLAGS if instrumented else ()
-        argv = [*compiler.argv, *flags, *CODEGEN_FLAGS, *profiling, *includes, *pch_flags,
-                *IR_FLAGS, "-o", f"{name}.ll", prepared]
+        argv = [*compiler.argv, *flags, *CODEGEN_FLAGS, *ALIGNMENT_FLAGS, *profiling, *includes,
+                *pch_flags, *IR_FLAGS, "-o", f"{name}.ll", prepared]
         _run(argv, work, "compiling", name, keep)
         ir = Path(work, f"{name}.ll")
-        ir.write_text(canonicalize_nans(ir.read_text()))
+        ir_text = ir.read_text()
+        check_ir(ir_text, sources, sources)
+        ir.write_text(canonicalize_nans(keep_threadgroup_alignment_checks(ir_text)))
         tmp = temp_output(library)
         # The lanes pass (msltrans.sim.lanes) adds each kernel's simdgroup-at-a-time entry.
         lanes = () if instrumented else lanes_flags(compiler)

@@ -67,6 +67,14 @@ def _host_target_flags() -> tuple[str, ...]:
 
 
 TARGET_FLAGS = _host_target_flags()
+# Typed accesses to threadgroup memory check their address's alignment (clang's UBSan
+# alignment check, front end; language.py keep_threadgroup_alignment_checks drops the
+# others); the runtime's __ubsan_handle_type_mismatch_v1 fails the dispatch for a misaligned
+# threadgroup access (rendezvous.c). Part of the cache key. MSLTRANS_SIM_ALIGNMENT_CHECK=0
+# builds without it (measured: attention's threadgroup tile loop ran 1.2-1.7x longer with it).
+ALIGNMENT_FLAGS: tuple[str, ...] = (
+    () if os.environ.get("MSLTRANS_SIM_ALIGNMENT_CHECK", "").strip() == "0"
+    else ("-fsanitize=alignment",))
 
 
 def language_flags(version: int) -> tuple[str, ...]:

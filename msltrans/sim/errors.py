@@ -93,7 +93,8 @@ class ThreadgroupMemoryError(DeviceError):
 
 
 class StackOverflowError(DeviceError):
-    """A thread overflowed its 448 KB fiber stack (deep recursion, huge local arrays)."""
+    """A thread overflowed its 448 KB fiber stack (huge local arrays; recursion is refused
+    at compile time, msltrans/sim/language.py)."""
 
 
 class DivisionTrapError(DeviceError):

@@ -32,7 +32,13 @@ from msltrans.sim.args import (
     scalar_region,
 )
 from msltrans.sim.cache import headers_hash, temp_output
-from msltrans.sim.compiler import CODEGEN_FLAGS, LANGUAGE_FLAGS, SYSTEM_LIBS, find_compiler
+from msltrans.sim.compiler import (
+    ALIGNMENT_FLAGS,
+    CODEGEN_FLAGS,
+    LANGUAGE_FLAGS,
+    SYSTEM_LIBS,
+    find_compiler,
+)
 from msltrans.sim.entries import entry_symbol, lanes_frame_symbol, lanes_symbol
 from msltrans.sim.errors import LaunchError
 from msltrans.sim.faults import raise_report
@@ -359,8 +365,10 @@ def _dlopen(path: Path) -> ctypes.CDLL:
 def _config_hash() -> str:
     compiler = find_compiler()
     # With the lanes pass or without (LLVM's headers missing): different libraries.
+    # The language rules (msltrans/sim/language.py) decide what compiles: a change re-keys.
+    rules = hashlib.sha256((Path(__file__).parent / "language.py").read_bytes()).hexdigest()
     text = "\0".join([compiler.identity, headers_hash(), *LANGUAGE_FLAGS, *CODEGEN_FLAGS,
-                      *SYSTEM_LIBS, lanes_pass(compiler)])
+                      *SYSTEM_LIBS, lanes_pass(compiler), rules, *ALIGNMENT_FLAGS])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -380,6 +388,10 @@ def compile_shader(source: str, name: str = "shader.metal",
     from msltrans import msl_version as versions
 
     version = versions.parse(msl_version) if msl_version else versions.target()
+    if not source.isascii():
+        from msltrans.sim.language import check_ascii
+
+        check_ascii(source, Path(name).name)
     dirs = tuple(str(Path(d).resolve()) for d in include_dirs)
     checked = not profile and coherence.wants_check(source)
     parts = [_config_hash(), str(version), name, *dirs, source, "profile" if profile else ""]

@@ -156,8 +156,9 @@ _DECLARATOR = re.compile(r"^(?P<type>.*?)\b(?P<name>[A-Za-z_]\w*)\s*(?P<dims>(?:
                          re.S)
 
 
-def _rewrite_decl(space: str, body: str, counter: list[int]) -> str | None:
-    """`body` is what follows the threadgroup qualifier up to (not including) the `;`."""
+def _rewrite_decl(space: str, body: str, counter: list[int], align: str = "") -> str | None:
+    """`body` is what follows the threadgroup qualifier up to (not including) the `;`;
+    `align`: the N of a leading `alignas(N)`."""
     parts = split_top_level(body)
     first = _DECLARATOR.match(parts[0].strip())
     if first is None or not first.group("type").strip():
@@ -169,6 +170,9 @@ def _rewrite_decl(space: str, body: str, counter: list[int]) -> str | None:
         if match is None or match.group("type").strip():
             return None
         declarators.append((match.group("name"), match.group("dims")))
+    alignment = f"alignof({type_text})"
+    if align:
+        alignment = f"({alignment} > ({align}) ? {alignment} : ({align}))"
     pieces = []
     for name, dims in declarators:
         dims = "".join(dims.split())
@@ -186,8 +190,11 @@ def _rewrite_decl(space: str, body: str, counter: list[int]) -> str | None:
         pieces.append(
             f"typedef {type_text} {alias}; static char {key}; {ref_decl} = *({pointer})"
             f"(__SIZE_TYPE__)msl_sim_threadgroup_static(&{key}, sizeof({alias}{dims}), "
-            f"alignof({alias}));")
+            f"{alignment});")
     return " ".join(pieces)
+
+
+_ALIGNAS = re.compile(r"\balignas\s*\(([^()]*)\)\s*$")
 
 
 def rewrite_threadgroup_decls(pre: Preprocessed) -> tuple[str, int]:
@@ -203,20 +210,26 @@ def rewrite_threadgroup_decls(pre: Preprocessed) -> tuple[str, int]:
     for match in pattern.finditer(text):
         if match.start() < last or not pre.in_user_code(match.start()):
             continue
-        before = previous_significant_char(text, match.start())
+        start, align = match.start(), ""
+        before = previous_significant_char(text, start)
+        if before == ")":
+            # `alignas(N) threadgroup T x[M];`: the alignment goes to the allocation.
+            spec = _ALIGNAS.search(text, max(0, start - 200), start)
+            if spec is not None and previous_significant_char(text, spec.start()) in ";{}":
+                start, align, before = spec.start(), spec.group(1).strip(), ";"
         if before not in ";{}":
             continue   # a parameter, a cast or a pointer type: not a declaration statement
         end = find_statement_end(text, match.end())
         if end is None:
             continue
-        replacement = _rewrite_decl(space, text[match.end():end], count)
+        replacement = _rewrite_decl(space, text[match.end():end], count, align)
         if replacement is None:
             continue
-        body = text[match.start():end + 1]
+        body = text[start:end + 1]
         if "\n" in body:
             # Keep the line count: the rewrite goes on the first line, newlines follow.
             replacement += "\n" * body.count("\n")
-        out.append(text[last:match.start()])
+        out.append(text[last:start])
         out.append(replacement)
         last = end + 1
     out.append(text[last:])

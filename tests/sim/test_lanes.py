@@ -103,10 +103,15 @@ def test_lanes_match_fibers(monkeypatch, schedule, threads, group):
 ATOMIC_ORDER = HEADER + """
 kernel void order(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
                   uint gid [[thread_position_in_grid]], uint lid [[thread_index_in_threadgroup]]) {
-    threadgroup atomic_float acc;
-    if (lid == 0) atomic_store_explicit(&acc, 0.0f, memory_order_relaxed);
+    threadgroup atomic_uint acc;   // MSL 6.15.4.5: no atomic_float add in threadgroup memory
+    if (lid == 0) atomic_store_explicit(&acc, as_type<uint>(0.0f), memory_order_relaxed);
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    out[gid] = atomic_fetch_add_explicit(&acc, x[gid], memory_order_relaxed);
+    // A float add by compare-exchange: the order of the adds shows in the sum's bytes.
+    uint seen = atomic_load_explicit(&acc, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(
+            &acc, &seen, as_type<uint>(as_type<float>(seen) + x[gid]),
+            memory_order_relaxed, memory_order_relaxed)) {}
+    out[gid] = as_type<float>(seen);
     threadgroup_barrier(mem_flags::mem_threadgroup);
     out[gid] += simd_sum(x[gid]);
 }

@@ -64,22 +64,24 @@ kernel void fadd(device const float* x [[buffer(0)]], device atomic_float* total
     assert 0 <= xchg[0] < 300
 
 
-def test_threadgroup_atomic_float_add():
+def test_threadgroup_atomic_add():
+    """Static and [[threadgroup(0)]] atomics in threadgroup memory (atomic_int: MSL 6.15.4.5
+    allows atomic_float add only in device memory, tests/sim/test_language_rules.py)."""
     lib = compile_shader(
         HEADER
         + """
-kernel void tg_fadd(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
-                    threadgroup atomic_float* dyn [[threadgroup(0)]],
-                    uint gid [[thread_position_in_grid]], uint lid [[thread_position_in_threadgroup]],
-                    uint group [[threadgroup_position_in_grid]]) {
-    threadgroup atomic_float acc;                       // a static threadgroup declaration
+kernel void tg_add(device const int* x [[buffer(0)]], device int* out [[buffer(1)]],
+                   threadgroup atomic_int* dyn [[threadgroup(0)]],
+                   uint gid [[thread_position_in_grid]], uint lid [[thread_position_in_threadgroup]],
+                   uint group [[threadgroup_position_in_grid]]) {
+    threadgroup atomic_int acc;                         // a static threadgroup declaration
     if (lid == 0) {
-        atomic_store_explicit(&acc, 0.0f, memory_order_relaxed);
-        atomic_store_explicit(dyn, 100.0f, memory_order_relaxed);
+        atomic_store_explicit(&acc, 0, memory_order_relaxed);
+        atomic_store_explicit(dyn, 100, memory_order_relaxed);
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    float before = atomic_fetch_add_explicit(&acc, x[gid], memory_order_relaxed);
-    atomic_fetch_add_explicit(dyn, 1.0f, memory_order_relaxed);
+    int before = atomic_fetch_add_explicit(&acc, x[gid], memory_order_relaxed);
+    atomic_fetch_add_explicit(dyn, 1, memory_order_relaxed);
     threadgroup_barrier(mem_flags::mem_threadgroup);
     out[3 * gid] = before;
     if (lid == 0) {
@@ -90,13 +92,13 @@ kernel void tg_fadd(device const float* x [[buffer(0)]], device float* out [[buf
 """
     )
     tg, groups = 64, 3
-    x = (np.arange(tg * groups, dtype=np.float32) * 0.37).astype(np.float32)
-    out = np.zeros((tg * groups, 3), np.float32)
-    lib.tg_fadd(x, out, threads=tg * groups, group_size=tg, threadgroup=[16])
+    x = (np.arange(tg * groups, dtype=np.int32) * 37 % 101).astype(np.int32)
+    out = np.zeros((tg * groups, 3), np.int32)
+    lib.tg_add(x, out, threads=tg * groups, group_size=tg, threadgroup=[16])
     for g in range(groups):
-        xs = x[g * tg:(g + 1) * tg]
-        # threads of a group run in order under the default schedule: a sequential float sum
-        partial = np.concatenate([[0], np.add.accumulate(xs)[:-1]]).astype(np.float32)
+        xs = x[g * tg:(g + 1) * tg].astype(np.int64)
+        # threads of a group run in order under the default schedule: exclusive prefix sums
+        partial = np.concatenate([[0], np.add.accumulate(xs)[:-1]])
         np.testing.assert_array_equal(out[g * tg:(g + 1) * tg, 0], partial)
-        assert out[g * tg, 1] == np.add.accumulate(xs)[-1]
+        assert out[g * tg, 1] == xs.sum()
         assert out[g * tg, 2] == 100 + tg

@@ -94,7 +94,8 @@ kernel void mv(device const float* x [[buffer(0)]], device float4* o [[buffer(1)
     o[gid] = float4(simd_shuffle(a, ushort(31 - lane)), simd_shuffle_xor(a, ushort(1)),
                     simd_shuffle_down(a, ushort(3)), simd_shuffle_up(a, ushort(2)));
     long big = long(gid) << 40;
-    l[2 * gid] = simd_broadcast(big, ushort(5));
+    uint2 halves = as_type<uint2>(big);   // MSL 6.9.2: no simd_broadcast on long
+    l[2 * gid] = as_type<long>(uint2(simd_broadcast(halves.x, ushort(5)), simd_broadcast(halves.y, ushort(5))));
     l[2 * gid + 1] = simd_sum(big);
     half2 hv = half2(a, -a);
     h[2 * gid] = simd_max(hv);

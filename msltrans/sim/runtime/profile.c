@@ -110,7 +110,7 @@ static void record(msl_sim_worker *w, uintptr_t addr, unsigned size, int write, 
                    void *frame) {
     if (!w->profile || !size) return;
     unsigned kind;
-    if (addr - (uintptr_t)w->arena < MSL_SIM_TG_LIMIT) {
+    if (addr - (uintptr_t)w->arena < MSL_SIM_TG_LIMIT + MSL_SIM_TG_SLACK) {
         kind = write ? MSL_SIM_PROF_TG_STORE : MSL_SIM_PROF_TG_LOAD;
     } else {
         int region = region_of(addr);

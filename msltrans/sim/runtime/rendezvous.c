@@ -438,20 +438,71 @@ void *msl_sim_threadgroup_static(const void *key, unsigned long size, unsigned l
     msl_sim_worker *w = msl_sim_self();
     for (unsigned i = 0; i < w->n_statics; i++)
         if (w->statics[i].key == key) return w->arena + w->statics[i].offset;
-    if (align < 16) align = 16;   /* Metal allocates threadgroup memory in 16-byte units */
-    unsigned long offset = (w->arena_used + align - 1) / align * align;
-    if (offset + size > MSL_SIM_TG_LIMIT || w->n_statics == MSL_SIM_MAX_STATICS) {
+    /* Metal counts each declaration in 16-byte units; over 32 KB in that count is an error.
+       Placement: each declaration at the alignment of its type (MSL 2.5), no more: where that
+       alignment is below 16, at an odd multiple of it (up to MSL_SIM_TG_SLACK bytes past
+       Metal's count), so that an access wider than the type allows (a `threadgroup ulong
+       x[N]` read as uint4) is misaligned here as it may be on the GPU, and
+       __ubsan_handle_type_mismatch_v1 (below) reports it. */
+    if (align == 0) align = 1;
+    unsigned long counted = w->arena_base + w->static_bytes + (size + 15) / 16 * 16;
+    unsigned long packed = (w->arena_used + align - 1) / align * align;
+    if (counted > MSL_SIM_TG_LIMIT || w->n_statics == MSL_SIM_MAX_STATICS ||
+        packed + size > MSL_SIM_TG_LIMIT + MSL_SIM_TG_SLACK) {
         char msg[256];
         snprintf(msg, sizeof msg, "threadgroup memory: a %lu-byte declaration brings the total to "
-                 "%lu bytes, over Metal's %u-byte limit", size, offset + size, MSL_SIM_TG_LIMIT);
+                 "%lu bytes, over Metal's %u-byte limit", size, counted, MSL_SIM_TG_LIMIT);
         fail_here(w, msl_sim_self_fiber(w), MSL_SIM_ERR_TG_MEMORY, msg);
     }
+    unsigned long start = w->arena_base + w->static_bytes;   /* where Metal's count puts it */
+    if (start < w->arena_used) start = w->arena_used;
+    unsigned long offset = (start + align - 1) / align * align;
+    if (align < 16 && offset % (2 * align) == 0 &&
+        offset + align + size <= MSL_SIM_TG_LIMIT + MSL_SIM_TG_SLACK)
+        offset += align;
+    if (offset + size > MSL_SIM_TG_LIMIT + MSL_SIM_TG_SLACK)   /* mixed alignments: pack */
+        offset = packed;
     w->statics[w->n_statics].key = key;
     w->statics[w->n_statics++].offset = offset;
     memset(w->arena + w->arena_used, 0xFF, offset + size - w->arena_used);
     w->static_bytes += (size + 15) / 16 * 16;
     w->arena_used = offset + size;
     return w->arena + offset;
+}
+
+/* clang's -fsanitize=alignment check (msltrans/sim/build.py) calls this when a typed access
+   is at an address its type's alignment does not divide. Only threadgroup memory (the
+   arena) is this check's business; anything else continues as before. The layout is
+   clang's (compiler-rt's ubsan_handlers.h, TypeMismatchData): a source location, the type,
+   log2 of the alignment and the kind of access. */
+typedef struct { const char *file; unsigned line, column; } msl_sim_ubsan_location;
+typedef struct { unsigned short kind, info; char name[1]; } msl_sim_ubsan_type;
+typedef struct {
+    msl_sim_ubsan_location location;
+    const msl_sim_ubsan_type *type;
+    unsigned char log_alignment, check_kind;
+} msl_sim_ubsan_mismatch;
+
+void __ubsan_handle_type_mismatch_v1(msl_sim_ubsan_mismatch *data, unsigned long pointer) {
+    msl_sim_worker *w = msl_sim_self();
+    if (!w || !w->arena || !data ||
+        pointer - (unsigned long)w->arena >= MSL_SIM_TG_LIMIT + MSL_SIM_TG_SLACK)
+        return;
+    unsigned long align = 1ul << data->log_alignment;
+    if (!(pointer & (align - 1))) return;
+    static const char *const kinds[] = {"load of", "store to", "reference binding to",
+                                        "member access within", "member call on",
+                                        "constructor call on"};
+    const char *kind = data->check_kind < 6 ? kinds[data->check_kind] : "access to";
+    char msg[512];
+    snprintf(msg, sizeof msg, "misaligned threadgroup access: %s `%s` (%lu-byte alignment) at "
+             "threadgroup byte offset %lu, which is %lu mod %lu, at %s:%u:%u (Metal aligns a "
+             "threadgroup variable only to its declared type, MSL 2.5: declare it with the "
+             "alignment its widest access needs)", kind,
+             data->type ? data->type->name : "?", align, pointer - (unsigned long)w->arena,
+             pointer % align, align, data->location.file ? data->location.file : "?",
+             data->location.line, data->location.column);
+    fail_here(w, msl_sim_self_fiber(w), MSL_SIM_ERR_FAIL, msg);
 }
 
 void msl_sim_fail(const msl_sim_site *site, const char *message) {

@@ -58,12 +58,13 @@ int msl_sim_worker_init(msl_sim_worker *w) {
     }
     if (!w->arena) {
         long page = sysconf(_SC_PAGESIZE);
-        unsigned long len = MSL_SIM_TG_LIMIT + (unsigned long)page;
+        unsigned long len = 2 * (unsigned long)page + MSL_SIM_TG_LIMIT;
         char *base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (base == MAP_FAILED) return -1;
-        /* Accesses past the 32 KB a Metal threadgroup may have fault. */
-        mprotect(base + MSL_SIM_TG_LIMIT, (unsigned long)page, PROT_NONE);
-        w->arena = base;
+        /* Accesses past the 32 KB a Metal threadgroup may have (and the statics' alignment
+           slack) fault: the arena starts MSL_SIM_TG_SLACK bytes before a page boundary. */
+        mprotect(base + page + MSL_SIM_TG_LIMIT, (unsigned long)page, PROT_NONE);
+        w->arena = base + page - MSL_SIM_TG_SLACK;
     }
     return 0;
 }

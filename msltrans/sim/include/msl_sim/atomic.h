@@ -49,6 +49,11 @@ inline void relaxed_only(memory_order order) {
     what " on a 64-bit atomic: Metal has no 64-bit atomic " what \
     " (atomic_ulong has only the void atomic_max/min_explicit, MSL 6.15.4.6)")
 
+// MSL 6.15.4.5: "Atomic add and sub support atomic_float only in device memory".
+#define MSL_SIM_TG_FLOAT(T, what) static_assert(!is_same<T, float>::value, \
+    "atomic_fetch_" what "_explicit on a threadgroup atomic_float: MSL 6.15.4.5 allows " \
+    "atomic_float add and sub only in device memory")
+
 #define MSL_SIM_ATOMICS(AS)                                                                                    \
     template <class T> inline T atomic_load_explicit(const volatile AS atomic<T> *o, memory_order __mo) {        \
         __detail::relaxed_only(__mo);                                                                        \
@@ -88,6 +93,7 @@ inline void relaxed_only(memory_order order) {
         __detail::relaxed_only(__mo);                                                                        \
         MSL_SIM_NO64(T, "add");                                                                              \
         static_assert(!is_same<T, bool>::value, "atomic_bool has no fetch_add");                             \
+        MSL_SIM_TG_FLOAT(T, "add");                                                                       \
         T old = o->__v;                                                                                      \
         if constexpr (is_same<T, float>::value) o->__v = old + v;                                            \
         else o->__v = (T)((uint)old + (uint)v);                                                              \
@@ -97,6 +103,7 @@ inline void relaxed_only(memory_order order) {
         __detail::relaxed_only(__mo);                                                                        \
         MSL_SIM_NO64(T, "sub");                                                                              \
         static_assert(!is_same<T, bool>::value, "atomic_bool has no fetch_sub");                             \
+        MSL_SIM_TG_FLOAT(T, "sub");                                                                       \
         T old = o->__v;                                                                                      \
         if constexpr (is_same<T, float>::value) o->__v = old - v;                                            \
         else o->__v = (T)((uint)old - (uint)v);                                                              \
@@ -251,6 +258,7 @@ MSL_SIM_ATOMICS(__local)
 #undef MSL_SIM_ATOMIC_BITOP
 #undef MSL_SIM_ATOMIC_MINMAX
 #undef MSL_SIM_NO64
+#undef MSL_SIM_TG_FLOAT
 }  // namespace metal
 using metal::__msl_atomic_int;
 using metal::__msl_atomic_uint;

@@ -143,42 +143,56 @@ MSL_SIM_SIMD_SCAN(simd_prefix_exclusive_product, op_mul, 0, 1)
 // Data movement. The source lane index is computed per lane; an out-of-range index in the
 // _up/_down forms keeps the caller's own value (Apple: "the lower/upper delta lanes are
 // unchanged"); reading an inactive lane yields the 0xFF pattern (see simd_view::get).
+// MSL 6.9.2: Table 6.14's T is "a scalar or vector of any integer or floating-point type,
+// except bool, long, ulong, void, size_t, ptrdiff_t" (size_t/ptrdiff_t are ulong/long here).
+#define MSL_SIM_PERMUTE_TYPE(T, name) static_assert(                                       \
+    !is_same<__detail::S_of<T>, bool>::value && sizeof(__detail::S_of<T>) <= 4,                \
+    name " on bool, long or ulong: MSL 6.9.2 (Table 6.14) excludes bool, long, ulong, "    \
+    "size_t and ptrdiff_t; shuffle the 32-bit halves (as_type<uint2>) instead")
 template <class T> inline __detail::if_arith<T> simd_shuffle(T x, ushort lane, MSL_SIM_SITE_ARGS) {
+    MSL_SIM_PERMUTE_TYPE(T, "simd_shuffle");
     MSL_SIM_SHUFFLE_SITE();
     return __detail::exchange(x, __s).template get<T>(lane);
 }
 template <class T> inline __detail::if_arith<T> simd_broadcast(T x, ushort lane, MSL_SIM_SITE_ARGS) {
+    MSL_SIM_PERMUTE_TYPE(T, "simd_broadcast");
     MSL_SIM_SHUFFLE_SITE();
     return __detail::exchange(x, __s).template get<T>(lane);
 }
 template <class T> inline __detail::if_arith<T> simd_broadcast_first(T x, MSL_SIM_SITE_ARGS) {
+    MSL_SIM_PERMUTE_TYPE(T, "simd_broadcast_first");
     MSL_SIM_SHUFFLE_SITE();
     __detail::simd_view w = __detail::exchange(x, __s);
     return w.get<T>((uint)__builtin_ctz(w.active));
 }
 template <class T> inline __detail::if_arith<T> simd_shuffle_xor(T x, ushort mask, MSL_SIM_SITE_ARGS) {
+    MSL_SIM_PERMUTE_TYPE(T, "simd_shuffle_xor");
     MSL_SIM_SHUFFLE_SITE();
     __detail::simd_view w = __detail::exchange(x, __s);
     uint src = w.lane ^ mask;
     return src < MSL_SIM_SIMD_WIDTH ? w.get<T>(src) : x;
 }
 template <class T> inline __detail::if_arith<T> simd_shuffle_down(T x, ushort delta, MSL_SIM_SITE_ARGS) {
+    MSL_SIM_PERMUTE_TYPE(T, "simd_shuffle_down");
     MSL_SIM_SHUFFLE_SITE();
     __detail::simd_view w = __detail::exchange(x, __s);
     uint src = w.lane + delta;
     return src < MSL_SIM_SIMD_WIDTH ? w.get<T>(src) : x;
 }
 template <class T> inline __detail::if_arith<T> simd_shuffle_up(T x, ushort delta, MSL_SIM_SITE_ARGS) {
+    MSL_SIM_PERMUTE_TYPE(T, "simd_shuffle_up");
     MSL_SIM_SHUFFLE_SITE();
     __detail::simd_view w = __detail::exchange(x, __s);
     return w.lane >= delta ? w.get<T>(w.lane - delta) : x;
 }
 template <class T> inline __detail::if_arith<T> simd_shuffle_rotate_down(T x, ushort delta, MSL_SIM_SITE_ARGS) {
+    MSL_SIM_PERMUTE_TYPE(T, "simd_shuffle_rotate_down");
     MSL_SIM_SHUFFLE_SITE();
     __detail::simd_view w = __detail::exchange(x, __s);
     return w.get<T>((w.lane + delta) % MSL_SIM_SIMD_WIDTH);
 }
 template <class T> inline __detail::if_arith<T> simd_shuffle_rotate_up(T x, ushort delta, MSL_SIM_SITE_ARGS) {
+    MSL_SIM_PERMUTE_TYPE(T, "simd_shuffle_rotate_up");
     MSL_SIM_SHUFFLE_SITE();
     __detail::simd_view w = __detail::exchange(x, __s);
     return w.get<T>((w.lane + MSL_SIM_SIMD_WIDTH - delta % MSL_SIM_SIMD_WIDTH) % MSL_SIM_SIMD_WIDTH);
@@ -189,6 +203,7 @@ template <class T> struct data_fill { T data, fill; };
 // _and_fill: lanes whose source falls off the end take `filling` from the wrapped-around
 // lane (Apple: the lower delta lanes of filling_data fill the upper delta lanes).
 template <class T> inline __detail::if_arith<T> simd_shuffle_and_fill_down(T x, T filling, ushort delta, MSL_SIM_SITE_ARGS) {
+    MSL_SIM_PERMUTE_TYPE(T, "simd_shuffle_and_fill_down");
     MSL_SIM_SHUFFLE_SITE();
     __detail::data_fill<T> p = {x, filling};
     __detail::simd_view w = __detail::exchange(p, __s);
@@ -196,6 +211,7 @@ template <class T> inline __detail::if_arith<T> simd_shuffle_and_fill_down(T x, 
     return src < MSL_SIM_SIMD_WIDTH ? w.get<T>(src) : w.get<T>(src - MSL_SIM_SIMD_WIDTH, sizeof(T));
 }
 template <class T> inline __detail::if_arith<T> simd_shuffle_and_fill_up(T x, T filling, ushort delta, MSL_SIM_SITE_ARGS) {
+    MSL_SIM_PERMUTE_TYPE(T, "simd_shuffle_and_fill_up");
     MSL_SIM_SHUFFLE_SITE();
     __detail::data_fill<T> p = {x, filling};
     __detail::simd_view w = __detail::exchange(p, __s);
@@ -238,5 +254,6 @@ inline bool simd_is_helper_thread() { return false; }
 #undef MSL_SIM_SIMD_SITE
 #undef MSL_SIM_SHUFFLE_SITE
 #undef MSL_SIM_REDUCE_SITE
+#undef MSL_SIM_PERMUTE_TYPE
 }  // namespace metal
 #endif
