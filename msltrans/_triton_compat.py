@@ -161,7 +161,7 @@ def jit_functions() -> list[Any]:
     registry = getattr(jit, "_triton_jit_function_registry", None)
     if registry is not None:
         return list(registry.values())
-    return [o for o in gc.get_objects() if isinstance(o, jit.JITFunction)]
+    return [o for o in gc.get_objects() if issubclass(type(o), jit.JITFunction)]
 
 
 def clear_device_caches() -> None:
