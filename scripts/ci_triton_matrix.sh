@@ -34,27 +34,33 @@ make_venv() {
   rm -rf "$venv"
   python3 -m venv "$venv"
   # CPU torch first (the same pin as scripts/setup.sh), so nothing pulls a CUDA build.
-  "$venv/bin/python" -m pip install -q torch==2.13.0
-  "$venv/bin/python" -m pip install -q "triton==$version" "${deps[@]}"
+  quiet_pip "$venv" torch==2.13.0
+  quiet_pip "$venv" "triton==$version" "${deps[@]}"
 }
 
+# pip install -q, without the warnings a machine's pip config may print for every package
+# (find-links folders that lack it); errors still show.
+quiet_pip() {
+  local venv="$1"
+  shift
+  "$venv/bin/python" -m pip install -q "$@" 2> >(grep -v "is ignored: it is neither" >&2)
+}
+
+echo "== triton matrix: $versions (venvs under $dir) =="
 failed=0
 for version in $versions; do
   venv="$dir/triton-$version"
   start=$(date +%s)
   make_venv "$version" "$venv"
   # The checkout's path changes from run to run: install it again each time (seconds).
-  "$venv/bin/python" -m pip install -q --no-deps --no-build-isolation -e .
+  quiet_pip "$venv" --no-deps --no-build-isolation -e .
   echo "== triton $version: venv ready in $(( $(date +%s) - start ))s =="
   [ "$setup_only" = 1 ] && continue
   mapfile -t slice < <(grep -v '^\s*\(#\|$\)' tests/compat_slice.txt)
   start=$(date +%s)
-  # Closing line per version: pytest's own, prefixed by the version it ran on.
-  if ! "$venv/bin/python" -m pytest -n 2 -q -p no:cacheprovider "${slice[@]}" 2>&1 |
-       sed "s/^/[triton $version] /"; then
-    failed=1
-  fi
-  [ "${PIPESTATUS[0]:-0}" = 0 ] || failed=1
+  echo "== triton $version: tests/compat_slice.txt =="
+  # pytest's own closing line, one per version, under that header
+  "$venv/bin/python" -m pytest -n 2 -q -p no:cacheprovider -rs "${slice[@]}" || failed=1
   echo "== triton $version: slice took $(( $(date +%s) - start ))s =="
 done
 exit "$failed"
