@@ -67,8 +67,10 @@ class _Knobs39(_Knobs36):
     def __init__(self, default: bool, force_disable: bool) -> None:
         super().__init__(default)
         self.force_disable_fp_fusion = force_disable
+        self.asked: list[bool | None] = []
 
     def fp_fusion_enabled(self, requested: bool | None) -> bool:
+        self.asked.append(requested)
         chosen = self.default_fp_fusion if requested is None else requested
         return chosen and not self.force_disable_fp_fusion
 
@@ -84,7 +86,9 @@ def test_fp_fusion_without_the_resolver(requested: bool | None, default: bool) -
 @pytest.mark.parametrize("force", [True, False])
 def test_fp_fusion_goes_through_the_resolver_where_it_exists(requested, force) -> None:
     knobs = _Knobs39(True, force)
-    assert compat.fp_fusion_enabled(requested, knobs) is knobs.fp_fusion_enabled(requested)
+    got = compat.fp_fusion_enabled(requested, knobs)
+    assert knobs.asked == [requested]  # Triton's own resolver decided
+    assert got is knobs.fp_fusion_enabled(requested)
 
 
 def test_fp_fusion_on_the_triton_in_hand_follows_the_request() -> None:
