@@ -48,3 +48,19 @@ def test_wheel_ships_templates_headers_and_entry_points(tmp_path: Path) -> None:
     # does nothing unless MSLTRANS_INDUCTOR=1 (msltrans/inductor/autoload.py)
     assert ep["torch.backends"]["msltrans_inductor"] == "msltrans.inductor.autoload:autoload"
     assert "cpu" not in ep["triton.backends"], "a static `cpu` Triton backend changes has_triton()"
+
+
+def test_triton_requirement_accepts_every_supported_build() -> None:
+    """`pip install msltrans` over a source-built Triton: every supported release, and a build
+    of main, which reports the last release's version with a local label (PEP 440)."""
+    import re
+
+    from packaging.requirements import Requirement
+
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    (line,) = re.findall(r'^\s*"(triton\b[^"]*)",', pyproject, re.M)
+    triton = Requirement(line)
+    for version in ("3.6.0", "3.7.0", "3.7.1", "3.8.0", "3.9.0", "3.8.0+git63068fcc",
+                    "3.9.0+gitabc1234", "3.10.0"):
+        assert triton.specifier.contains(version, prereleases=True), version
+    assert not triton.specifier.contains("3.5.1")

@@ -16,6 +16,7 @@ from typing import Any
 from triton import knobs
 from triton.backends.compiler import BaseBackend, GPUTarget, Language
 
+from msltrans._triton_compat import fp_fusion_enabled
 from msltrans.backend import options as _options
 from msltrans.backend.source_hash import source_hash
 from msltrans.errors import MetalNonRecoverableError
@@ -140,7 +141,7 @@ class MetalBackend(BaseBackend):
             raise MetalNonRecoverableError("TRITON_STORE_BINARY_ONLY=1 is not supported by "
                                            "the Metal backend (the .msl text is the binary)")
         args = dict(opts)
-        args["enable_fp_fusion"] = knobs.language.fp_fusion_enabled(args.get("enable_fp_fusion"))
+        args["enable_fp_fusion"] = fp_fusion_enabled(args.get("enable_fp_fusion"))
         arch = knobs.runtime.override_arch or str(self.target.arch)
         return _options.MetalOptions.from_dict(args, arch)
 

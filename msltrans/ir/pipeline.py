@@ -12,6 +12,8 @@ from typing import Any
 
 from triton._C.libtriton import ir, passes
 
+from msltrans._triton_compat import add_block_pointer_rewrite
+
 THREADS_PER_WARP = 32  # Apple's SIMD-group width
 DEFAULT_CHIP = "apple-m1"
 
@@ -23,6 +25,7 @@ def metal_target(chip: str = DEFAULT_CHIP) -> str:
 def make_ttir(mod: Any, opt: Any) -> Any:
     pm = ir.pass_manager(mod.context)
     passes.common.add_inliner(pm)
+    add_block_pointer_rewrite(pm)  # where block pointers still reach the backend (<= 3.7)
     passes.ttir.add_rewrite_tensor_descriptor_to_pointer(pm)
     passes.common.add_canonicalizer(pm)
     passes.ttir.add_combine(pm)

@@ -208,9 +208,44 @@ def property_dict(op_text: str) -> dict[str, Any]:
     return parse_attr_dict(m.group(1)) if m else {}
 
 
+_BARE_SYMBOL = re.compile(r"@([A-Za-z_$.\-][\w$.\-]*|\d+)")
+_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"'}
+
+
+def symbol_ref(text: str) -> tuple[str, int] | None:
+    """The first MLIR symbol reference in `text` (`@name` or `@"quoted name"`): its name,
+    with a quoted one's escapes decoded, and the index just past it; None without one.
+
+    Triton names each specialisation of a `noinline` helper by its constant arguments, and a
+    name with characters outside MLIR's bare identifiers (`-`, `(`, spaces) prints quoted."""
+    at = text.find("@")
+    if at < 0:
+        return None
+    if text.startswith('@"', at):
+        out, i = [], at + 2
+        while i < len(text) and text[i] != '"':
+            if text[i] == "\\" and i + 1 < len(text):
+                nxt = text[i + 1]
+                if nxt in _ESCAPES:
+                    out.append(_ESCAPES[nxt])
+                    i += 2
+                    continue
+                out.append(chr(int(text[i + 1:i + 3], 16)))
+                i += 3
+                continue
+            out.append(text[i])
+            i += 1
+        if i >= len(text):
+            raise ValueError(f"unterminated quoted symbol in {text!r}")
+        return "".join(out), i + 1
+    m = _BARE_SYMBOL.match(text, at)
+    return (m.group(1), m.end()) if m else None
+
+
 def func_arg_texts(func_line: str) -> list[str]:
     """The argument list of a `tt.func` line, one entry per argument."""
-    start = func_line.index("(")
+    sym = symbol_ref(func_line)
+    start = func_line.index("(", sym[1] if sym else 0)
     depth = 0
     for i in range(start, len(func_line)):
         if func_line[i] == "(":

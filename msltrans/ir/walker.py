@@ -12,9 +12,11 @@ from typing import Any
 
 from triton._C.libtriton import ir
 
+from msltrans._triton_compat import check_triton, has_int_attr_binding
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir import text as T
 from msltrans.ir.constants import constant_attrs
+from msltrans.ir.keyword_attrs import keyword_int_attrs
 from msltrans.ir.model import (
     UNKNOWN_LOC,
     Argument,
@@ -28,7 +30,11 @@ from msltrans.ir.model import (
 )
 from msltrans.ir.types import parse_type
 
-# Enum / int attributes the printed custom syntax hides behind keywords; read via bindings.
+check_triton()  # names a missing pass or binding now, not in the middle of a compile
+_INT_ATTR_BINDING = has_int_attr_binding(ir.operation)
+
+# Enum / int attributes the printed custom syntax hides behind keywords; read via bindings
+# where Triton has `get_int_attr` (3.7 on), else from the text (msltrans.ir.keyword_attrs).
 _INT_ATTRS: dict[str, tuple[str, ...]] = {
     "arith.cmpi": ("predicate",),
     "arith.cmpf": ("predicate",),
@@ -74,7 +80,10 @@ class _Walk:
 def _op_attrs(op: Any, name: str, line: str) -> dict[str, Any]:
     attrs = T.property_dict(line)
     attrs.update(T.trailing_attr_dict(line))
-    for key in _INT_ATTRS.get(name, ()):
+    if not _INT_ATTR_BINDING:
+        # No `get_int_attr` (Triton 3.6): the printed dictionaries above, plus the keywords.
+        attrs.update(keyword_int_attrs(name, line))
+    for key in _INT_ATTRS.get(name, ()) if _INT_ATTR_BINDING else ():
         try:
             got = op.get_int_attr(key)
         except Exception:  # noqa: BLE001 - optional attribute not set
@@ -199,7 +208,11 @@ def _zip_text(order: list[Any], lines: list[T.OpText]) -> dict[int, T.OpText]:
 
 def _function(fop: Op, aliases: dict[str, str]) -> Function:
     header = fop.text
-    name = header.split("@", 1)[1].split("(", 1)[0]
+    sym = T.symbol_ref(header)
+    if sym is None:
+        raise MetalNonRecoverableError("tt.func without a symbol name", op="tt.func",
+                                       location=fop.loc.short())
+    name = sym[0]
     public = " private " not in f" {header} "
     block = fop.regions[0].blocks[0]
     arg_texts = T.func_arg_texts(header)

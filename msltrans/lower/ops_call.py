@@ -10,6 +10,7 @@ scratch are passed along. Recursion refuses (MSL has none).
 from __future__ import annotations
 
 from msltrans.ir.model import Function, Op
+from msltrans.ir.text import symbol_ref
 from msltrans.ir.types import PointerType, ScalarType
 from msltrans.lower.cfg import emit_region
 from msltrans.lower.emitter import Emitter, sanitize
@@ -57,16 +58,28 @@ def _state(em: Emitter) -> dict:
 
 def _callee(em: Emitter, op: Op) -> Function:
     module = getattr(em, "module", None)
-    callee = op.attrs.get("callee")
-    if not isinstance(callee, str):
-        head = op.text.split("@", 1)
-        callee = head[1].split("(", 1)[0].strip() if len(head) == 2 else None
+    # An MLIR symbol, bare or quoted, read whole: Triton names each specialisation of a
+    # helper by its constants (`f__i32__(2,)cconstexpr_3_` on 3.6, `"f_c-5"` on 3.7 on).
+    sym = symbol_ref(op.text)
+    callee = sym[0] if sym else None
     if module is None or callee is None:
         em.fail("tt.call without a resolvable callee", "report the kernel")
     for fn in module.functions:
         if fn.name == callee:
             return fn
     em.fail(f"callee @{callee} is not in the module")
+
+
+def _msl_name(state: dict, symbol: str) -> str:
+    """A distinct MSL identifier per callee symbol: two symbols that sanitize alike (say
+    `f_c-5` and `f_c_5`) get different names."""
+    taken = state.setdefault("msl_names", set())
+    base = "tt_" + sanitize(symbol)
+    name, k = base, 1
+    while name in taken:
+        name, k = f"{base}_{k}", k + 1
+    taken.add(name)
+    return name
 
 
 def _emit_function(em: Emitter, op: Op, fn: Function) -> tuple[str, bool]:
@@ -102,7 +115,7 @@ def _emit_function(em: Emitter, op: Op, fn: Function) -> tuple[str, bool]:
     uses_scratch = sub.scratch_bytes > 0
     em.scratch_bytes = max(em.scratch_bytes, sub.scratch_bytes)
     params += [f"{t} {n}" for t, n in _CONTEXT + ((_SCRATCH,) if uses_scratch else ())]
-    msl_name = "tt_" + sanitize(fn.name)
+    msl_name = _msl_name(state, fn.name)
     head = f"inline void {msl_name}({', '.join(params)})"
     if uses_scratch:
         head = "template <typename MslScratch>\n" + head

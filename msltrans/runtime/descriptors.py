@@ -9,15 +9,19 @@ turns every descriptor into pointer arithmetic, and a descriptor *argument* of t
 
 (the last two groups are the frontend's own shape/stride arguments of the descriptor) —
 what Triton's `triton.backends.driver.decompose_descriptor` sends on GPUs without TMA
-metadata. The launcher expands the signature and each TensorDescriptor the same way.
+metadata. The launcher expands the signature and each TensorDescriptor the same way. A Triton
+whose TensorDescriptor has no `round_f32_to_tf32` field (3.6) has no such flag argument
+either (`msltrans._triton_compat.descriptor_has_tf32_flag`).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from typing import Any
 
+from msltrans._triton_compat import descriptor_has_tf32_flag
 from msltrans.errors import MetalNonRecoverableError
 
 _DESCRIPTOR = re.compile(r"tensordesc<(\w+)\[([\d,\s]*)\]")
@@ -40,9 +44,17 @@ def _rank_and_dtype(ty: str) -> tuple[str, int]:
     return m.group(1), len([s for s in m.group(2).split(",") if s.strip()])
 
 
+@functools.cache
+def _flags() -> int:
+    """How many i1 flags follow the strides: padding-is-NaN, then round-f32-to-tf32 where
+    this Triton's TensorDescriptor has that field."""
+    return 2 if descriptor_has_tf32_flag() else 1
+
+
 def descriptor_types(ty: str) -> tuple[str, ...]:
     dtype, rank = _rank_and_dtype(ty)
-    return ("*" + dtype, *["i64"] * (2 * rank), "i1", "i1", *["i32"] * rank, *["i64"] * rank)
+    return ("*" + dtype, *["i64"] * (2 * rank), *["i1"] * _flags(), *["i32"] * rank,
+            *["i64"] * rank)
 
 
 def expand_signature(signature: Sequence[Any]) -> list[Any]:
@@ -63,8 +75,8 @@ def _decompose(arg: Any, ty: str, name: str) -> tuple[Any, ...]:
             f"descriptor `{name}` asks for round_f32_to_tf32: Apple GPUs have no tf32",
             hint="create the TensorDescriptor without round_f32_to_tf32")
     shape_i, strides_i = [int(s) for s in shape], [int(s) for s in strides]
-    return (base, *shape_i, *strides_i, getattr(arg, "padding", "zero") == "nan", False,
-            *shape_i, *strides_i)
+    flags = (getattr(arg, "padding", "zero") == "nan", False)[:_flags()]
+    return (base, *shape_i, *strides_i, *flags, *shape_i, *strides_i)
 
 
 def expand_args(args: Sequence[Any], signature: Sequence[Any],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from msltrans._triton_compat import clear_device_caches
 from tests.support.plugin_fakes import RecordingEngine, fake_lower_module, install_engine
 
 
@@ -25,13 +26,10 @@ def recording(fake_lowering):
     """The active Triton driver is a MetalDriver that records dispatches; yields the engine."""
     from triton.runtime.driver import driver
 
-    # Kernels compiled in an earlier test keep launchers bound to that test's engine.
-    from triton.runtime.jit import _triton_jit_function_registry
-
     from msltrans.backend.driver import MetalDriver
 
-    for fn in _triton_jit_function_registry.values():
-        fn.device_caches.clear()
+    # Kernels compiled in an earlier test keep launchers bound to that test's engine.
+    clear_device_caches()
     metal = MetalDriver()
     engine = RecordingEngine()
     install_engine(metal, engine)

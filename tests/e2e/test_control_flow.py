@@ -15,6 +15,7 @@ import triton.language as tl
 
 from msltrans.errors import MetalNonRecoverableError
 from tests.support.run_kernel import compile_ttgir, run_kernel
+from tests.support.triton_features import NOINLINE_TENSOR_REASON, noinline_returns_tensors
 
 
 @triton.jit
@@ -288,6 +289,8 @@ def tensor_call_i64_loop_kernel(out_ptr, sum_ptr, lo, hi, BLOCK: tl.constexpr):
 
 @pytest.mark.parametrize("num_warps", [1, 4])
 def test_tensor_returning_helper_and_i64_loop(num_warps: int) -> None:
+    if not noinline_returns_tensors():
+        pytest.skip(NOINLINE_TENSOR_REASON)
     block = 128
     lo, hi = 2**32 + 5, 2**32 + 47
     out = np.zeros(block, np.int32)

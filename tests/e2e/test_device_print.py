@@ -19,6 +19,7 @@ import triton
 import triton.language as tl
 from triton.runtime.driver import driver
 
+from msltrans._triton_compat import clear_device_caches
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.runtime import debug_buffer
 
@@ -363,12 +364,10 @@ def test_mps_engine_path_prints_the_same(capfd, monkeypatch):
     loads = []
     real_load = engine.load
     engine.load = lambda source, name: loads.append(name) or real_load(source, name)
-    from triton.runtime.jit import _triton_jit_function_registry
 
     metal = MetalDriver()
     install_engine(metal, engine)
-    for fn in _triton_jit_function_registry.values():
-        fn.device_caches.clear()
+    clear_device_caches()
     driver.set_active(metal)
     try:
         x = np.array([-7, 0, 2**31 - 1, 42] * 8, dtype=np.int32)
@@ -376,8 +375,7 @@ def test_mps_engine_path_prints_the_same(capfd, monkeypatch):
         assert loads  # compiled and loaded through the MPS engine
     finally:
         driver.reset_active()
-        for fn in _triton_jit_function_registry.values():
-            fn.device_caches.clear()
+        clear_device_caches()
     expected = [f"pid ({p}, 0, 0) idx ({idx((i, 32))}) x: {c_hex(int(v), 32, True)}"
                 for p in range(2) for i, v in enumerate(x.tolist())]
     assert out_lines(capfd) == expected

@@ -17,6 +17,7 @@ import torch
 import msltrans.inductor
 import msltrans.runtime.mps as mps_runtime
 import msltrans.sim
+from msltrans._triton_compat import clear_device_caches
 from msltrans.errors import MetalPointerDeviceError
 from tests.support.kernels import vadd_kernel
 
@@ -62,7 +63,6 @@ def test_mps_registrations_are_made_and_undone(monkeypatch) -> None:
 def mps_driver(monkeypatch):
     """msltrans's driver on the MPS engine, compiling through the simulator's mirror."""
     from triton.runtime.driver import driver
-    from triton.runtime.jit import _triton_jit_function_registry
 
     from msltrans.backend.driver import MetalDriver
 
@@ -70,8 +70,7 @@ def mps_driver(monkeypatch):
     monkeypatch.setattr(torch.mps, "compile_shader", msltrans.sim.compile_shader, raising=False)
     monkeypatch.setattr(mps_runtime.MpsEngine, "device_name", lambda self: "Apple M2")
     monkeypatch.setattr(mps_runtime.MpsEngine, "core_count", lambda self: 10)
-    for fn in _triton_jit_function_registry.values():
-        fn.device_caches.clear()
+    clear_device_caches()
     metal = MetalDriver("mps")
     previous = driver.active
     driver.set_active(metal)
@@ -79,8 +78,7 @@ def mps_driver(monkeypatch):
         yield metal
     finally:
         driver.set_active(previous)
-        for fn in _triton_jit_function_registry.values():
-            fn.device_caches.clear()
+        clear_device_caches()
 
 
 @pytest.mark.usefixtures("inductor_route")

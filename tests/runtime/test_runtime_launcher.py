@@ -58,9 +58,12 @@ def test_kind_mismatch_is_refused():
 
 
 def test_tensor_descriptor_expands_like_decompose_descriptor():
-    from triton.backends.driver import decompose_descriptor
+    import triton.backends.driver
     from triton.tools.tensor_descriptor import TensorDescriptor
 
+    decompose_descriptor = getattr(triton.backends.driver, "decompose_descriptor", None)
+    if decompose_descriptor is None:
+        pytest.skip("this Triton has no shared decompose_descriptor to compare with (3.8 on)")
     src = _src({"d": "tensordesc<fp32[16, 8]>", "n": "i32"})
     types = ["*fp32"] + ["i64"] * 4 + ["i1", "i1"] + ["i32"] * 2 + ["i64"] * 2 + ["i32"]
     launcher = Launcher(src, _meta(types), RecordingEngine())

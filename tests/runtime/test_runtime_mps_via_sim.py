@@ -15,6 +15,7 @@ import triton.language as tl
 
 import msltrans.runtime.mps as mps
 import msltrans.sim
+from msltrans._triton_compat import clear_device_caches
 from msltrans.errors import MetalNonRecoverableError
 from tests.support.kernels import vadd_kernel
 from tests.support.run_kernel import compile_kernel
@@ -91,7 +92,6 @@ def mps_path_driver(monkeypatch):
     """The Metal driver on the "mps" engine, with torch.mps's compile_shader and synchronize
     played by the simulator and a counter; CPU tensors stand for MPS ones."""
     from triton.runtime.driver import driver
-    from triton.runtime.jit import _triton_jit_function_registry
 
     import msltrans.backend.driver as driver_mod
 
@@ -105,8 +105,7 @@ def mps_path_driver(monkeypatch):
     monkeypatch.setattr(mps.MpsEngine, "device_type", "cpu")
     monkeypatch.setattr(mps.MpsEngine, "device_name", lambda self: "Apple M2 Pro")
     monkeypatch.setattr(mps.MpsEngine, "core_count", lambda self: 19)
-    for fn in _triton_jit_function_registry.values():
-        fn.device_caches.clear()
+    clear_device_caches()
     metal = driver_mod.MetalDriver()
     assert metal.engine_name == "mps"
     driver.set_active(metal)
@@ -114,8 +113,7 @@ def mps_path_driver(monkeypatch):
         yield syncs
     finally:
         driver.set_active(previous)
-        for fn in _triton_jit_function_registry.values():
-            fn.device_caches.clear()
+        clear_device_caches()
 
 
 def test_autotune_and_do_bench_on_the_mps_code_path(mps_path_driver) -> None:

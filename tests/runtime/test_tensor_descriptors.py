@@ -16,6 +16,7 @@ from triton.runtime.driver import driver
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from msltrans.errors import MetalNonRecoverableError
+from tests.support.triton_features import descriptors_round_to_tf32
 
 
 @pytest.fixture(autouse=True)
@@ -93,6 +94,8 @@ def test_device_side_descriptor() -> None:
     assert torch.equal(z, x + 1)
 
 
+@pytest.mark.skipif(not descriptors_round_to_tf32(),
+                    reason="this Triton's TensorDescriptor has no round_f32_to_tf32 (3.7 on)")
 def test_tf32_rounding_descriptor_is_refused() -> None:
     x = torch.randn(8, 16)
     desc = TensorDescriptor(x, [8, 16], [16, 1], [8, 16], round_f32_to_tf32=True)
