@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 
 from msltrans.msl_subset import RULES
 from msltrans.sim.errors import CompileError
+from msltrans.sim.prepare import previous_significant_index
 
 _RULES = {rule.key: rule for rule in RULES}
 
@@ -80,20 +81,13 @@ def _where(text: str, pos: int, name: str) -> str:
 
 def _previous_token(text: str, pos: int) -> str:
     """The last non-blank character before pos (or `return`), skipping marker lines."""
-    i = pos - 1
-    while i >= 0:
-        if text[i].isspace():
-            i -= 1
-            continue
-        start = text.rfind("\n", 0, i + 1) + 1
-        if text[start:i + 1].lstrip().startswith("#"):
-            i = start - 1
-            continue
-        if text[i].isalnum() or text[i] == "_":
-            word = re.search(r"\w+$", text[:i + 1])
-            return word.group(0) if word else text[i]
-        return text[i]
-    return ";"
+    i = previous_significant_index(text, pos)
+    if i < 0:
+        return ";"
+    if text[i].isalnum() or text[i] == "_":
+        word = re.search(r"\w+$", text[:i + 1])
+        return word.group(0) if word else text[i]
+    return text[i]
 
 
 def _closing_bracket(text: str, pos: int) -> int | None:

@@ -102,8 +102,9 @@ def split_preprocessed(text: str, shim_dir: str) -> Preprocessed:
 _OPEN, _CLOSE = "([{", ")]}"
 
 
-def previous_significant_char(text: str, pos: int) -> str:
-    """The last non-blank character before pos, skipping `# N "file"` marker lines."""
+def previous_significant_index(text: str, pos: int) -> int:
+    """Index of the last non-blank character before pos, skipping `# N "file"` marker lines
+    (-1 if there is none)."""
     i = pos - 1
     while i >= 0:
         if text[i].isspace():
@@ -113,8 +114,14 @@ def previous_significant_char(text: str, pos: int) -> str:
         if text[line_start:i + 1].lstrip().startswith("#"):
             i = line_start - 1
             continue
-        return text[i]
-    return ";"
+        return i
+    return -1
+
+
+def previous_significant_char(text: str, pos: int) -> str:
+    """The last non-blank character before pos, skipping `# N "file"` marker lines."""
+    i = previous_significant_index(text, pos)
+    return text[i] if i >= 0 else ";"
 
 
 def find_statement_end(text: str, pos: int) -> int | None:
