@@ -75,6 +75,12 @@ namespace {
 
 constexpr uint64_t LANES_STACK_LIMIT = 192 * 1024;   // all lanes' stack objects, on the stack
 constexpr uint64_t LANES_HEAP_LIMIT = 16 << 20;      // in the runtime's memory (lanes.c)
+// A lanes function larger than this is left out (the kernel runs on fibers): every value
+// live across a rendezvous is a store and its uses loads, so one-warp kernels with thousands
+// of SIMD ops grow to hundreds of thousands of instructions, on which the optimiser's late
+// passes take minutes (a one-warp kernel of ten 2,048-element scans: 467,000 instructions,
+// 35 s of CPU in one InstCombine run), for a kernel whose per-thread entry builds in seconds.
+constexpr unsigned LANES_MAX_INSTRUCTIONS = 150000;
 
 const char *const ENTRY_PREFIX = "__msl_sim_entry_";
 const char *const LANES_PREFIX = "__msl_sim_lanes_";
@@ -495,6 +501,9 @@ struct LanesPass : PassInfoMixin<LanesPass> {
                 }
                 if (why.empty()) why = fibersOnlyIn(*g, r);
                 if (why.empty()) why = transform(*g, g->arg_size() > 2 ? g->getArg(2) : nullptr);
+                if (why.empty() && g->getInstructionCount() > LANES_MAX_INSTRUCTIONS)
+                    why = "over " + std::to_string(LANES_MAX_INSTRUCTIONS) +
+                          " instructions (the optimiser's time on it: minutes)";
                 if (why.empty() && verifyFunction(*g, &errs())) why = "internal error (verifier)";
                 if (!why.empty()) {
                     g->eraseFromParent();

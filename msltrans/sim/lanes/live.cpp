@@ -6,7 +6,7 @@
 // block) is live across a rendezvous when a path from a resume block r (other than D) to U
 // avoids D: D dominates U, so every path from the entry to r then passes D, and the value
 // the lane holds at r is still needed. Each block knows the resume blocks that reach it (one
-// forward walk from each resume block). A resume block that reaches U but not D reaches it
+// forward pass over the blocks). A resume block that reaches U but not D reaches it
 // only along such paths; one that reaches D as well has such a path only if D dominates it
 // (as above), so D reaches it too: r and D lie on one cycle (a loop with a rendezvous in
 // it). Values defined on such a cycle walk their paths one value at a time, as every value
@@ -14,6 +14,7 @@
 // of its build there).
 #include "pass.h"
 
+#include "llvm/ADT/PostOrderIterator.h"
 #include "llvm/ADT/SCCIterator.h"
 #include "llvm/IR/CFG.h"
 #include "llvm/Support/ErrorHandling.h"
@@ -40,30 +41,33 @@ LiveAcross::LiveAcross(Function &g, const SmallPtrSetImpl<BasicBlock *> &resume)
             continue;
         for (BasicBlock *b : blocks) onCycle.insert(b);
     }
+    // Forward over the blocks in reverse post-order (each block: its own bit if it is a
+    // resume block, and what reaches its predecessors) until nothing changes: once for
+    // straight-line code, once more per loop level. Blocks the entry does not reach are
+    // reached by nothing (a use there is live across nothing, as its walk would find); a
+    // resume block the entry does not reach leaves every value walking.
     reached.assign(n, BitVector(resume.size()));
-    // From the entry first: a resume block it does not reach leaves every value walking.
-    SmallPtrSet<BasicBlock *, 32> live{&g.getEntryBlock()};
-    SmallVector<BasicBlock *, 64> work{&g.getEntryBlock()};
-    while (!work.empty())
-        for (BasicBlock *s : successors(work.pop_back_val()))
-            if (live.insert(s).second) work.push_back(s);
+    unsigned k = 0;
+    for (BasicBlock *r : resume) resumeIndex[r] = k++;
+    ReversePostOrderTraversal<Function *> rpo(&g);
+    SmallPtrSet<const BasicBlock *, 32> live(rpo.begin(), rpo.end());
     for (BasicBlock *r : resume)
         if (!live.count(r)) return;
-    unsigned k = 0;
-    for (BasicBlock *r : resume) {
-        resumeIndex[r] = k;
-        work.push_back(r);
-        reached[number.lookup(r)].set(k);
-        while (!work.empty()) {
-            BasicBlock *b = work.pop_back_val();
-            for (BasicBlock *s : successors(b)) {
-                BitVector &at = reached[number.lookup(s)];
-                if (at.test(k)) continue;
-                at.set(k);
-                work.push_back(s);
+    BitVector next(resume.size());
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (BasicBlock *b : rpo) {
+            next.reset();
+            auto self = resumeIndex.find(b);
+            if (self != resumeIndex.end()) next.set(self->second);
+            for (BasicBlock *p : predecessors(b))
+                if (live.count(p)) next |= reached[number.lookup(p)];
+            BitVector &at = reached[number.lookup(b)];
+            if (next != at) {
+                at = next;
+                changed = true;
             }
         }
-        ++k;
     }
     sets = true;
 }
