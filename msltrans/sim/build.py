@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 from msltrans.sim import fp_pragmas
@@ -34,6 +35,7 @@ from msltrans.sim.language import (
 from msltrans.sim.large import compile_large, is_large
 from msltrans.sim.nan_canon import canonicalize_nans
 from msltrans.sim.pch import PCH_CODEGEN, USE_PCH, prelude_pch, split_shim
+from msltrans.sim.phases import TIME_REPORT, split_report
 from msltrans.sim.prepare import (
     KERNEL_MARK,
     TG_ATTR_MARK,
@@ -81,8 +83,11 @@ def _hints(diagnostics: str) -> str:
     return "".join(f"hint: {hint}\n" for hint in found)
 
 
-def _run(argv: list[str], cwd: str, what: str, name: str, keep: Path | None) -> str:
+def _run(argv: list[str], cwd: str, what: str, name: str, keep: Path | None,
+         err: list[str] | None = None) -> str:
     result = subprocess.run(argv, capture_output=True, text=True, cwd=cwd)
+    if err is not None:
+        err.append(result.stderr)
     if result.returncode != 0:
         command = shell_command(argv)
         if keep is not None:
@@ -111,11 +116,21 @@ def build(source: str, name: str, compiler: Compiler, key: str,
     keep = out_dir / f"failed-{key[:16]}"
     includes = [f for inc in include_dirs for f in ("-I", inc)] + include_flags()
     shim_dir = include_flags()[1]
+    phases: dict[str, float] = {}   # seconds per step (msltrans/sim/phases.py)
+    clock = time.perf_counter()
+
+    def lap(what: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        phases[what] = phases.get(what, 0.0) + now - clock
+        clock = now
+
     with tempfile.TemporaryDirectory(prefix="mslsim-") as work:
         Path(work, name).write_text(mark_source(source))
         argv = [*compiler.argv, "-E", *flags, *PCH_CODEGEN, *includes,
                 *PRELUDE_FLAGS, name]
         preprocessed = _run(argv, work, "preprocessing", name, keep)
+        lap("preprocess")
         pre = split_preprocessed(preprocessed, shim_dir)
         # The user's files, for the IR checks. Headers are not held to ASCII: torch converts
         # only the source string (docs/simulator.md, "What the simulator refuses").
@@ -151,30 +166,40 @@ def build(source: str, name: str, compiler: Compiler, key: str,
         profiling = PROFILE_FLAGS if instrumented else ()
         argv = [*compiler.argv, *flags, *CODEGEN_FLAGS, *ALIGNMENT_FLAGS, *profiling, *includes,
                 *pch_flags, *IR_FLAGS, "-o", f"{name}.ll", prepared]
+        lap("preprocess")   # the source checks and rewrites above
         _run(argv, work, "compiling", name, keep)
+        lap("front_end")
         ir = Path(work, f"{name}.ll")
         ir_text = ir.read_text()
         check_ir(ir_text, sources, sources)
         ir.write_text(canonicalize_nans(keep_threadgroup_alignment_checks(ir_text)))
+        lap("nan_rewrite")
         tmp = temp_output(library)
         # The lanes pass (msltrans.sim.lanes) adds each kernel's simdgroup-at-a-time entry.
         lanes = () if instrumented else lanes_flags(compiler)
         argv = [*compiler.argv, "-x", "ir", *CODEGEN_FLAGS, *profiling, *lanes,
-                "-ffp-contract=off", "-o", str(tmp), f"{name}.ll", "-x", "none",
+                "-ffp-contract=off", *TIME_REPORT, "-o", str(tmp), f"{name}.ll", "-x", "none",
                 *compiler.link_flags]
         try:
             def step(args: list[str], what: str) -> str:
-                return _run(args, work, what, name, keep)
+                out = _run(args, work, what, name, keep)
+                lap("opt" if what == "optimising" else "codegen")
+                return out
 
             if instrumented or not is_large(source) or not compile_large(
                     compiler, [*CODEGEN_FLAGS, "-ffp-contract=off"], list(compiler.link_flags),
                     f"{name}.ll", str(tmp), step):
-                _run(argv, work, "compiling (LLVM IR)", name, keep)
+                report: list[str] = []
+                _run(argv, work, "compiling (LLVM IR)", name, keep, report)
+                phases.update(split_report(report[0], time.perf_counter() - clock))
+                clock = time.perf_counter()
             os.replace(tmp, library)
         finally:
             tmp.unlink(missing_ok=True)
     deps = {f: file_hash(f) for f in sorted(pre.files)
             if not f.startswith(("<", shim_dir)) and f != name and os.path.isfile(f)}
-    meta = {"name": name, "kernels": [k.to_json() for k in kernels], "deps": deps}
+    phases["total"] = sum(phases.values())
+    meta = {"name": name, "kernels": [k.to_json() for k in kernels], "deps": deps,
+            "phases": {k: round(v, 4) for k, v in phases.items()}}
     atomic_write(out_dir / f"{key}.json", json.dumps(meta).encode())
     return Built(library, kernels, deps)

@@ -17,7 +17,7 @@ _SIM_DIR = Path(__file__).parent
 _VERSIONED_FILES = ("prepare.py", "discover.py", "signatures.py", "entries.py", "build.py",
                     "compiler.py", "large.py", "store.py", "nan_canon.py", "attributes.py",
                     "lanes/plugin.py", "lanes/lanes_pass.cpp", "lanes/matrix.cpp",
-                    "lanes/objects.cpp", "lanes/pass.h")
+                    "lanes/objects.cpp", "lanes/live.cpp", "lanes/pass.h")
 
 
 def cache_dir() -> Path:

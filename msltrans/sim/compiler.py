@@ -94,8 +94,14 @@ def language_flags(version: int) -> tuple[str, ...]:
 # of attention's time and give the same values (docs/dev-notes/sim-lanes.md, "Session 14").
 # Part of the cache key (library._config_hash).
 SYSTEM_LIBS = ("libm.so.6",)
+# -disable-cgp-ext-ld-promotion: CodeGenPrepare's moving of sign/zero extensions up to the
+# loads they extend tries each memory access's address against every use of the values in
+# it (a replace-all-uses and its undo per try), quadratic in straight-line kernels whose
+# thousands of accesses share an index (a 64x64x128 fp16 tl.dot's per-thread function:
+# 7.9 s of CPU in llc with it, 1.2 s without). Code generation only: the same IR semantics.
 CODEGEN_FLAGS = ("-O2", *TARGET_FLAGS, "-fPIC", "-fno-plt", "-shared", "-nostdlib",
-                 "-gline-tables-only", "-fno-omit-frame-pointer", "-fstack-clash-protection")
+                 "-gline-tables-only", "-fno-omit-frame-pointer", "-fstack-clash-protection",
+                 "-mllvm", "-disable-cgp-ext-ld-promotion")
 
 
 @dataclass(frozen=True)

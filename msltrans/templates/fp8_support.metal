@@ -4,17 +4,20 @@
 // specials: 0 none (e2m1), 1 IEEE inf/NaN at the top exponent (e5m2), 2 only S.1111.111 is NaN
 // (e4m3fn).
 inline float msl_f8_decode(uchar b, uint mbits, uint bias, uint specials) {
+    // Without branches: a dot's operands decode element by element in straight-line code.
     uint s = (uint(b) & 0x80u) << 24;
     uint e = (uint(b) & 0x7fu) >> mbits;
     uint m = uint(b) & ((1u << mbits) - 1u);
     uint emax = 0x7fu >> mbits;
-    if (specials == 1u && e == emax)  // e5m2: inf and NaN
-        return m == 0u ? as_type<float>(s | 0x7f800000u) : as_type<float>(0x7fffffffu);
-    if (specials == 2u && e == emax && m == (1u << mbits) - 1u)  // e4m3fn: S.1111.111 is NaN
-        return as_type<float>(0x7fffffffu);
-    if (e == 0u)  // subnormal: m * 2^(1 - bias - mbits), exact in float
-        return as_type<float>(s | as_type<uint>(float(m) * as_type<float>((128u - bias - mbits) << 23)));
-    return as_type<float>(s | ((e + 127u - bias) << 23) | (m << (23u - mbits)));
+    uint normal = s | ((e + 127u - bias) << 23) | (m << (23u - mbits));
+    // subnormal: m * 2^(1 - bias - mbits), exact in float
+    uint sub = s | as_type<uint>(float(m) * as_type<float>((128u - bias - mbits) << 23));
+    uint bits = e == 0u ? sub : normal;
+    if (specials == 2u)  // e4m3fn: S.1111.111 is NaN
+        bits = (e == emax && m == (1u << mbits) - 1u) ? 0x7fffffffu : bits;
+    if (specials == 1u)  // e5m2: inf and NaN
+        bits = e == emax ? (m == 0u ? (s | 0x7f800000u) : 0x7fffffffu) : bits;
+    return as_type<float>(bits);
 }
 inline float msl_f8e4m3_to_float(uchar b) { return msl_f8_decode(b, 3u, 7u, 2u); }
 inline float msl_f8e5m2_to_float(uchar b) { return msl_f8_decode(b, 2u, 15u, 1u); }

@@ -75,35 +75,15 @@ namespace {
 
 constexpr uint64_t LANES_STACK_LIMIT = 192 * 1024;   // all lanes' stack objects, on the stack
 constexpr uint64_t LANES_HEAP_LIMIT = 16 << 20;      // in the runtime's memory (lanes.c)
+// A lanes function larger than this is left out (the kernel runs on fibers): every value
+// live across a rendezvous is a store and its uses loads, so one-warp kernels with thousands
+// of SIMD ops grow to hundreds of thousands of instructions, on which the optimiser's late
+// passes take minutes (a one-warp kernel of ten 2,048-element scans: 467,000 instructions,
+// 35 s of CPU in one InstCombine run), for a kernel whose per-thread entry builds in seconds.
+constexpr unsigned LANES_MAX_INSTRUCTIONS = 150000;
 
 const char *const ENTRY_PREFIX = "__msl_sim_entry_";
 const char *const LANES_PREFIX = "__msl_sim_lanes_";
-
-// Whether instruction `v` is live on entry to a block of `resume`.
-bool liveAcross(Instruction &v, const SmallPtrSetImpl<BasicBlock *> &resume) {
-    BasicBlock *def = v.getParent();
-    SmallVector<BasicBlock *, 16> work;
-    for (Use &u : v.uses()) {
-        auto *user = cast<Instruction>(u.getUser());
-        BasicBlock *b = user->getParent();
-        if (auto *phi = dyn_cast<PHINode>(user)) {
-            b = phi->getIncomingBlock(u);
-            if (b == def) continue;   // live out of the definition's block only
-        } else if (b == def) {
-            continue;
-        }
-        work.push_back(b);
-    }
-    SmallPtrSet<BasicBlock *, 32> seen;
-    while (!work.empty()) {
-        BasicBlock *b = work.pop_back_val();
-        if (!seen.insert(b).second) continue;
-        if (resume.count(b)) return true;
-        for (BasicBlock *p : predecessors(b))
-            if (p != def) work.push_back(p);
-    }
-    return false;
-}
 
 // The view's fields (runtime sched.h) a lane's inline publish uses.
 struct Publish {
@@ -245,11 +225,12 @@ std::string transform(Function &g, Argument *threadArg) {
 
     // Values live across a rendezvous go to memory (the stack objects made per lane below),
     // but for addresses within stack objects (objects.cpp).
-    rematerializeAddresses(g, resumeBlocks, liveAcross);
+    LiveAcross liveAcross(g, resumeBlocks);   // live.cpp; the CFG stays as it is until demoted
+    rematerializeAddresses(g, liveAcross);
     SmallVector<Instruction *, 64> demote;
     for (Instruction &i : instructions(g)) {
         if (isa<AllocaInst>(i) || i.getType()->isVoidTy() || i.use_empty()) continue;
-        if (liveAcross(i, resumeBlocks)) demote.push_back(&i);
+        if (liveAcross(i)) demote.push_back(&i);
     }
     for (Instruction *i : demote) DemoteRegToStack(*i);
 
@@ -366,13 +347,20 @@ std::string transform(Function &g, Argument *threadArg) {
     lane->addIncoming(asks, asked);
     Value *lane64 = bb.CreateZExt(lane, i64);
     resetMatrixCounts(bb, counts, lane);
-    // Each use of a stack object computes the lane's copy where it is (a value the lanes'
-    // code carries from the loop head would be one more register, or spill, per object).
+    // The lane's copies start at frames + lane * stride, one address per distinct stride
+    // made where the lane resumes; each use of a stack object adds its block's offset where
+    // it is (a constant displacement; an address per object carried from the loop head
+    // would be one more register, or spill, per object). Few users of the frames also keep
+    // the optimiser's walks over them short (InstCombine revisits an alloca each time one of
+    // its users changes and walks all of its users).
+    DenseMap<uint64_t, Value *> laneBase;
     for (auto &[a, place] : places) {
-        auto copyAt = [&, &place = place](IRBuilder<> &ub) {
-            Value *offset = ub.CreateMul(lane64, ConstantInt::get(i64, place.stride));
-            return ub.CreateInBoundsGEP(
-                i8, frames, ub.CreateAdd(offset, ConstantInt::get(i64, place.block)));
+        Value *&base = laneBase[place.stride];
+        if (!base)
+            base = bb.CreateInBoundsGEP(
+                i8, frames, bb.CreateMul(lane64, ConstantInt::get(i64, place.stride)), "lanes.copy");
+        auto copyAt = [&, base = base, &place = place](IRBuilder<> &ub) {
+            return ub.CreateConstInBoundsGEP1_64(i8, base, place.block);
         };
         replaceAtUses(a, copyAt);
         a->eraseFromParent();
@@ -513,6 +501,9 @@ struct LanesPass : PassInfoMixin<LanesPass> {
                 }
                 if (why.empty()) why = fibersOnlyIn(*g, r);
                 if (why.empty()) why = transform(*g, g->arg_size() > 2 ? g->getArg(2) : nullptr);
+                if (why.empty() && g->getInstructionCount() > LANES_MAX_INSTRUCTIONS)
+                    why = "over " + std::to_string(LANES_MAX_INSTRUCTIONS) +
+                          " instructions (the optimiser's time on it: minutes)";
                 if (why.empty() && verifyFunction(*g, &errs())) why = "internal error (verifier)";
                 if (!why.empty()) {
                     g->eraseFromParent();

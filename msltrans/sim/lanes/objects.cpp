@@ -306,8 +306,7 @@ void constantSites(Function &g) {
     }
 }
 
-void rematerializeAddresses(Function &g, const SmallPtrSetImpl<BasicBlock *> &resume,
-                            bool (*liveAcross)(Instruction &, const SmallPtrSetImpl<BasicBlock *> &)) {
+void rematerializeAddresses(Function &g, const LiveAcross &liveAcross) {
     const DataLayout &dl = g.getParent()->getDataLayout();
     Type *i8 = Type::getInt8Ty(g.getContext());
     struct Address {
@@ -317,7 +316,7 @@ void rematerializeAddresses(Function &g, const SmallPtrSetImpl<BasicBlock *> &re
     };
     SmallVector<Address, 64> addresses;
     for (Instruction &i : instructions(g)) {
-        if (!isa<GetElementPtrInst>(i) || !liveAcross(i, resume)) continue;
+        if (!isa<GetElementPtrInst>(i) || !liveAcross(i)) continue;
         APInt offset(dl.getIndexTypeSizeInBits(i.getType()), 0);
         Value *base = i.stripAndAccumulateConstantOffsets(dl, offset, /*AllowNonInbounds=*/true);
         if (auto *a = dyn_cast<AllocaInst>(base); a && !offset.isNegative())

@@ -3,6 +3,7 @@
 #ifndef MSLTRANS_LANES_PASS_H
 #define MSLTRANS_LANES_PASS_H
 
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/SmallVector.h"
@@ -13,6 +14,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 namespace lanes_pass {
 using namespace llvm;
@@ -59,6 +61,23 @@ std::string fibersOnlyIn(Function &g, const Reach &r);
 // or "".
 std::string inlineAll(Function &g, const Reach &r);
 
+// ---- live.cpp ------------------------------------------------------------------------
+// Whether a value is live on entry to a block of `resume` (the code after each rendezvous):
+// built once per function and CFG, asked per value.
+class LiveAcross {
+public:
+    LiveAcross(Function &g, const SmallPtrSetImpl<BasicBlock *> &resume);
+    bool operator()(Instruction &v) const;
+
+private:
+    bool walk(Instruction &v) const;   // the value's paths, walked back from its uses
+    const SmallPtrSetImpl<BasicBlock *> &resume;
+    DenseMap<const BasicBlock *, unsigned> number, resumeIndex;
+    std::vector<BitVector> reached;   // per block: the resume blocks that reach it
+    SmallPtrSet<const BasicBlock *, 16> onCycle;   // on a cycle with a resume block
+    bool sets = false;                // whether `reached` is kept (else every value walks)
+};
+
 // ---- matrix.cpp ----------------------------------------------------------------------
 // Matrix loads, stores and fills (msl_sim_matrix_arrive, which counts each and hashes its
 // site for the uniformity check), counted inline: from where a lane resumes to its next
@@ -96,8 +115,7 @@ GlobalVariable *siteConstant(Module &m, ArrayRef<Constant *> fields, SiteConstan
 void constantSites(Function &g);
 // Addresses within stack objects at constant offsets that are live across a rendezvous
 // (`liveAcross` of the resume blocks): computed again at each use instead.
-void rematerializeAddresses(Function &g, const SmallPtrSetImpl<BasicBlock *> &resume,
-                            bool (*liveAcross)(Instruction &, const SmallPtrSetImpl<BasicBlock *> &));
+void rematerializeAddresses(Function &g, const LiveAcross &liveAcross);
 
 // Runs of multiply-accumulates (the shim's lanes path, msl_sim_lanes_mma) with nothing but
 // address arithmetic between: one rendezvous each, at its first call, and each op of the

@@ -22,7 +22,7 @@ from msltrans.sim.compiler import Compiler, shell_command
 SOURCE = Path(__file__).with_name("lanes_pass.cpp")
 # The pass's other parts: compiled with SOURCE (the .cpp files) and part of its identity.
 PARTS = tuple(Path(__file__).with_name(name)
-              for name in ("matrix.cpp", "objects.cpp", "reach.cpp", "pass.h"))
+              for name in ("matrix.cpp", "objects.cpp", "reach.cpp", "live.cpp", "pass.h"))
 
 
 def _llvm_config(compiler: Compiler) -> str | None:
