@@ -8,8 +8,9 @@ cache, then summarise:
     python3 benchmarks/sim_build_phases.py /tmp/simcache
 
 prints the distribution of build times (median, p90, max) and the slowest kernels with
-their phases; --json writes the same as JSON. Libraries built before phases were recorded
-are counted as unmeasured.
+their phases; --json writes the same as JSON; `--since EPOCH` keeps only the builds written
+from that time on (CI prints the summary of what its test run built cold that way).
+Libraries built before phases were recorded are counted as unmeasured.
 """
 
 from __future__ import annotations
@@ -18,12 +19,9 @@ import argparse
 import json
 import math
 import os
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from msltrans.sim.phases import PHASES  # noqa: E402
+from msltrans.sim.phases import PHASES
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -32,11 +30,14 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
-def collect(cache: Path) -> tuple[list[dict], int]:
-    """(builds with phases, count without), one per kernel library's metadata."""
+def collect(cache: Path, since: float = 0.0) -> tuple[list[dict], int]:
+    """(builds with phases, count without), one per kernel library's metadata written at or
+    after `since` (seconds since the epoch)."""
     found, unmeasured = [], 0
     for meta in sorted(cache.glob("*.json")):
         try:
+            if meta.stat().st_mtime < since:
+                continue
             data = json.loads(meta.read_text())
         except (OSError, ValueError):
             continue
@@ -87,8 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("cache", nargs="?", default=default, help="simulator cache directory")
     parser.add_argument("--slowest", type=int, default=20)
     parser.add_argument("--json", metavar="PATH", help="also write the summary as JSON")
+    parser.add_argument("--since", type=float, default=0.0, metavar="EPOCH",
+                        help="only builds written at or after this time (seconds since the "
+                             "epoch): what one run built cold")
     args = parser.parse_args(argv)
-    builds, unmeasured = collect(Path(args.cache))
+    builds, unmeasured = collect(Path(args.cache), args.since)
     report = summary(builds, unmeasured, args.slowest)
     print(render(report))
     if args.json:

@@ -183,5 +183,5 @@ RULES: tuple[Rule, ...] = (
          "odd multiple of it below 16 bytes where that fits (`alignas(N)` before `threadgroup` "
          "raises it); clang's -fsanitize=alignment check, kept in the IR only for accesses "
          "whose type is in threadgroup memory (`__local`), reported when the address is "
-         "threadgroup memory (MSLTRANS_SIM_ALIGNMENT_CHECK=0: off)"),
+         "threadgroup memory (opt-in: MSLTRANS_SIM_ALIGNMENT_CHECK=1)"),
 )

@@ -16,9 +16,9 @@ from msltrans.sim.attributes import check_source
 from msltrans.sim.cache import atomic_write, cache_dir, temp_output
 from msltrans.sim.coherence import DEFINE as COHERENCE_DEFINE
 from msltrans.sim.compiler import (
-    ALIGNMENT_FLAGS,
     CODEGEN_FLAGS,
     Compiler,
+    alignment_flags,
     include_flags,
     language_flags,
     shell_command,
@@ -164,8 +164,8 @@ def build(source: str, name: str, compiler: Compiler, key: str,
         # The profiling build's sanitizer flags go to both steps: the front end marks the
         # functions to instrument, the optimiser instruments them.
         profiling = PROFILE_FLAGS if instrumented else ()
-        argv = [*compiler.argv, *flags, *CODEGEN_FLAGS, *ALIGNMENT_FLAGS, *profiling, *includes,
-                *pch_flags, *IR_FLAGS, "-o", f"{name}.ll", prepared]
+        argv = [*compiler.argv, *flags, *CODEGEN_FLAGS, *alignment_flags(), *profiling,
+                *includes, *pch_flags, *IR_FLAGS, "-o", f"{name}.ll", prepared]
         lap("preprocess")   # the source checks and rewrites above
         _run(argv, work, "compiling", name, keep)
         lap("front_end")

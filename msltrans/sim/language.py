@@ -251,7 +251,7 @@ def check_ir(ir: str, user_files: Iterable[str], sources: dict[str, str]) -> Non
                           _line(sources, file, line))
 
 
-# clang's alignment check (compiler.py ALIGNMENT_FLAGS) on every typed access costs hot
+# clang's alignment check (compiler.py alignment_flags) on every typed access costs hot
 # loops their vectorisation (attention ran about twice as long). The rule is about
 # threadgroup memory, and clang names each check's type with its address space
 # ("'__local uint4'"): the checks of other accesses get a mask of 0, and the optimiser

@@ -33,10 +33,10 @@ from msltrans.sim.args import (
 )
 from msltrans.sim.cache import headers_hash, temp_output
 from msltrans.sim.compiler import (
-    ALIGNMENT_FLAGS,
     CODEGEN_FLAGS,
     LANGUAGE_FLAGS,
     SYSTEM_LIBS,
+    alignment_flags,
     find_compiler,
 )
 from msltrans.sim.entries import entry_symbol, lanes_frame_symbol, lanes_symbol
@@ -368,7 +368,7 @@ def _config_hash() -> str:
     # The language rules (msltrans/sim/language.py) decide what compiles: a change re-keys.
     rules = hashlib.sha256((Path(__file__).parent / "language.py").read_bytes()).hexdigest()
     text = "\0".join([compiler.identity, headers_hash(), *LANGUAGE_FLAGS, *CODEGEN_FLAGS,
-                      *SYSTEM_LIBS, lanes_pass(compiler), rules, *ALIGNMENT_FLAGS])
+                      *SYSTEM_LIBS, lanes_pass(compiler), rules])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -401,6 +401,7 @@ def compile_shader(source: str, name: str = "shader.metal",
     # (msltrans/sim/fp_pragmas.py): a fast-math process never reuses an unchecked build.
     if math_mode.torch_fast_math():
         parts.append("torch-fast-math")
+    parts.extend(alignment_flags())   # the opt-in threadgroup alignment check (compiler.py)
     text = "\0".join(parts)
     key = hashlib.sha256(text.encode()).hexdigest()
     cached = _loaded.get(key)

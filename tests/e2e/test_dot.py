@@ -230,3 +230,18 @@ def test_register_path_warns_past_4_kb_of_operands(k: int, warned: bool) -> None
     assert f"tt.dot 64x64x{k} at dot_kernels.py:" in said[0]
     assert "9216 bytes of operands a thread" in said[0]
     assert "no integer type" in said[0] and "Smaller blocks" in said[0]
+
+
+@pytest.mark.parametrize(("m", "n", "k", "num_warps"), [(32, 64, 16, 4), (64, 32, 32, 2)])
+def test_simdgroup_dot_scratch_is_aligned_for_its_uint4_accesses(
+        monkeypatch: pytest.MonkeyPatch, m: int, n: int, k: int, num_warps: int) -> None:
+    """The dot stages tiles through threadgroup scratch with uint4 accesses: the scratch is
+    declared with that alignment (kernel.metal.j2), which the simulator's opt-in alignment
+    check (MSLTRANS_SIM_ALIGNMENT_CHECK=1) holds it to."""
+    monkeypatch.setenv("MSLTRANS_SIM_ALIGNMENT_CHECK", "1")
+    a, b, c = randn((m, k), "float32", 1), randn((k, n), "float32", 2), randn((m, n), "float32", 3)
+    out = np.zeros((m, n), np.float32)
+    program = compile_with(dot_acc_kernel, ACC_SIG, num_warps, "simdgroup", M=m, N=n, K=k)
+    assert "threadgroup uint4 msl_scratch_quads[" in program.source
+    run(program, (1,), a, b, c, out)
+    assert same_bits(out, chain(a, b, c))

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from msltrans import msl_subset
+from msltrans.sim.compiler import ALIGNMENT_CHECK_ENV
 from tests.support.shim import HEADER
 
 KERNEL = "kernel void k(device float *o [[buffer(0)]], uint i [[thread_position_in_grid]])"
@@ -186,7 +187,12 @@ MISALIGNED = """kernel void k(device uint4 *o [[buffer(0)]], device ulong *in [[
 """
 
 
-def test_threadgroup_vector_access_wider_than_the_declared_type_faults(sim):
+@pytest.fixture
+def alignment_check(monkeypatch):  # noqa: ANN001, ANN201
+    monkeypatch.setenv(ALIGNMENT_CHECK_ENV, "1")
+
+
+def test_threadgroup_vector_access_wider_than_the_declared_type_faults(sim, alignment_check):
     """`threadgroup ulong x[8]` is 8-byte aligned (MSL 2.5); read as uint4 it may be
     misaligned on the GPU, and the simulator places it so that it is."""
     lib = sim.compile_shader(HEADER + MISALIGNED.replace("OFFSET", "0u"), "misaligned.metal")
@@ -199,7 +205,7 @@ def test_threadgroup_vector_access_wider_than_the_declared_type_faults(sim):
     assert "MSL 2.5" in message and _rule("threadgroup_alignment").source.startswith("MSL specification 2.5")
 
 
-def test_threadgroup_vector_access_on_an_aligned_declaration_runs(sim):
+def test_threadgroup_vector_access_on_an_aligned_declaration_runs(sim, alignment_check):
     body = MISALIGNED.replace("threadgroup ulong x[8];", "alignas(16) threadgroup ulong x[8];").replace("OFFSET", "0u")
     lib = sim.compile_shader(HEADER + body, "aligned.metal")
     out = np.zeros(8 * 4, np.uint32)

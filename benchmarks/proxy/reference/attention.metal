@@ -2,8 +2,8 @@
 // msltrans's attention kernels are timed against (benchmarks/proxy). fp16 Q, K, V, O of shape
 // [batch*heads, N, HEAD_DIM], contiguous; fp32 accumulation; N a multiple of BQ and BK (the
 // aligned fast path a hand-written library takes; ragged lengths are out of its scope).
-//   O = softmax(Q Kᵀ · sm_scale) V, computed in base 2: `scale` = sm_scale · log2(e), folded
-//   on the host, multiplies the fp32 scores (exp(x·sm) = exp2(x·sm·log2 e)).
+//   O = softmax(Q K^T * sm_scale) V, computed in base 2: `scale` = sm_scale * log2(e), folded
+//   on the host, multiplies the fp32 scores (exp(x*sm) = exp2(x*sm*log2 e)).
 // Structure (MLX's choice of tiles: BQ = 32 query rows, 4 simdgroups of 8 rows each, BK = 32
 // keys per step for head dim 64, 16 for 128):
 //   - Q staged once through threadgroup memory (16-byte copies) into simdgroup fragments
@@ -11,33 +11,33 @@
 //   - K and V blocks staged together through padded threadgroup tiles (rows padded by 16
 //     bytes: no bank conflicts on the fragment loads), 16-byte cooperative copies; exactly
 //     2 barriers per key step (tiles free / tiles filled);
-//   - S = Q Kᵀ in simdgroup_float8x8 fragments (K read transposed by simdgroup_load);
-//   - row max and sum in the fragments: a lane holds row 4·b4 + 2·b2 + b1 and columns
-//     4·b3 + 2·b0 (+1) of each 8×8 fragment (lane bits b4..b0), so a row lives in the 4
+//   - S = Q K^T in simdgroup_float8x8 fragments (K read transposed by simdgroup_load);
+//   - row max and sum in the fragments: a lane holds row 4*b4 + 2*b2 + b1 and columns
+//     4*b3 + 2*b0 (+1) of each 8x8 fragment (lane bits b4..b0), so a row lives in the 4
 //     lanes differing in bits 0 and 3: combine in-lane, then simd_shuffle_xor by 1 and 8;
 //   - exp2 (fast::, as MLX), the O fragments rescaled in place, P rounded to half in
-//     registers (as the Triton kernels' p.to(fp16)) and used as the A operand of P·V;
+//     registers (as the Triton kernels' p.to(fp16)) and used as the A operand of P*V;
 //   - fp16 fragments widened to fp32 in registers, fp32 multiply-accumulate (the same
 //     rounding as msltrans's dot and the proxy's emulation); O stored from the fragments.
 // CAUSAL=1: key blocks up to the query block's diagonal, masked (-inf) only where a block
 // reaches past the block's first query. WRITE_LSE=1: also the row statistic
-// m + log2(l) (base-2 log-sum-exp of the scaled scores) into LSE[bh · N + query], as the
+// m + log2(l) (base-2 log-sum-exp of the scaled scores) into LSE[bh * N + query], as the
 // tutorial-06-shaped kernel does; with 0 the LSE buffer is never touched.
 //
-// Error bound against float64 attention (stated for |scores·scale| and |V| of order 1; the
-// test in tests/e2e/test_attention_scope.py asserts it). With u = 2⁻²⁴ (fp32) and h = 2⁻¹¹
+// Error bound against float64 attention (stated for |scores*scale| and |V| of order 1; the
+// test in tests/e2e/test_attention_scope.py asserts it). With u = 2^-24 (fp32) and h = 2^-11
 // (fp16), for each output element, relative to max|V| (the weights sum to 1):
-//   - S: a D-term fp32 dot of exact fp16 products: |δS| ≤ D·u·Σ|q·k|, then the scale
-//     (1 u), so the exponent is off by ≤ (D + 2)·u·Σ|q·k·scale| + u·|m| → P relatively
-//     (ln 2)·that;
-//   - P rounded to fp16: relative h/2 per weight → ≤ (h/2)·max|V| in O;
-//   - P·V: an N-term fp32 accumulation (≤ N·u relative, with the rescales folded in: ≤ 2
+//   - S: a D-term fp32 dot of exact fp16 products: |dS| <= D*u*sum|q*k|, then the scale
+//     (1 u), so the exponent is off by <= (D + 2)*u*sum|q*k*scale| + u*|m| -> P relatively
+//     (ln 2)*that;
+//   - P rounded to fp16: relative h/2 per weight -> <= (h/2)*max|V| in O;
+//   - P*V: an N-term fp32 accumulation (<= N*u relative, with the rescales folded in: <= 2
 //     roundings per step) and l the same; 1/l and the product: 2 u;
-//   - O rounded to fp16: (h/2)·|O|.
-// So |O − O₆₄| ≤ (h/2)(max|V| + |O|) + (N·u·(1 + 2/BK) + (ln 2)(D + 2)·u·max Σ|q·k·scale|
-// + 4u)·max|V|: with D ≤ 128, N ≤ 4096, unit-variance inputs and scale ≈ 0.18, the fp32
-// terms stay below 1e-3·max|V| (N·u = 2.4e-4 dominates); the test asserts
-// h/2·(max|V| + max|O₆₄|) + (N + (D + 2)·max Σ|q·k·scale| + 8)·u·max|V|.
+//   - O rounded to fp16: (h/2)*|O|.
+// So |O - O64| <= (h/2)(max|V| + |O|) + (N*u*(1 + 2/BK) + (ln 2)(D + 2)*u*max sum|q*k*scale|
+// + 4u)*max|V|: with D <= 128, N <= 4096, unit-variance inputs and scale ~ 0.18, the fp32
+// terms stay below 1e-3*max|V| (N*u = 2.4e-4 dominates); the test asserts
+// h/2*(max|V| + max|O64|) + (N + (D + 2)*max sum|q*k*scale| + 8)*u*max|V|.
 #include <metal_stdlib>
 #include <metal_simdgroup_matrix>
 using namespace metal;
@@ -114,7 +114,7 @@ kernel void attention(device const half* Q [[buffer(0)]], device const half* K [
         }
         threadgroup_barrier(mem_flags::mem_threadgroup);   // the tiles are filled
 
-        // S = Q Kᵀ: fragment j holds keys k0 + 8j .. k0 + 8j + 7
+        // S = Q K^T: fragment j holds keys k0 + 8j .. k0 + 8j + 7
         simdgroup_float8x8 sf[TK];
         UNROLL for (int j = 0; j < TK; ++j) {
             sf[j] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
@@ -126,7 +126,7 @@ kernel void attention(device const half* Q [[buffer(0)]], device const half* K [
                 simdgroup_multiply_accumulate(sf[j], qf[d], kf, sf[j]);
             }
         }
-        // scale (base 2), causal mask, row max over my 2·TK elements and the row's 4 lanes
+        // scale (base 2), causal mask, row max over my 2*TK elements and the row's 4 lanes
         float mx = m;
         const bool diagonal = CAUSAL && k0 + BK > q0;
         UNROLL for (int j = 0; j < TK; ++j) {
@@ -156,7 +156,7 @@ kernel void attention(device const half* Q [[buffer(0)]], device const half* K [
         rs += simd_shuffle_xor(rs, ushort(8));
         l = l * alpha + rs;
         m = mx;
-        // O = O · alpha + P V, the O fragments rescaled in place
+        // O = O * alpha + P V, the O fragments rescaled in place
         UNROLL for (int d = 0; d < TD; ++d) {
             of[d].thread_elements() = of[d].thread_elements() * alpha;
             UNROLL for (int j = 0; j < TK; ++j) {
