@@ -84,6 +84,9 @@ def test_layer_norm_backward_partials_and_flags_are_coherent() -> None:
 def test_refused_below_3_2() -> None:
     with pytest.raises(MetalNonRecoverableError, match=r"needs MSL 3\.2 \(MSL §4\.8.*macOS 15"):
         _lower(layer_norm_bwd_dx_rows, LN_SIG, {"GROUPS": 4, "BLOCK_N": 512}, version=310)
+    with pytest.raises(MetalNonRecoverableError, match=r"needs MSL 3\.2 \(MSL §4\.8.*macOS 15"):
+        _lower(publish_then_read, {"data_ptr": "*i32", "flag_ptr": "*i32", "out_ptr": "*i32"},
+               {"N": 256}, version=310, warps=2)
 
 
 def test_no_qualifier_where_nothing_is_read_after_an_acquire() -> None:
