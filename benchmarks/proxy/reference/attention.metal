@@ -72,7 +72,10 @@ kernel void attention(device const half* Q [[buffer(0)]], device const half* K [
                       uint tid [[thread_index_in_threadgroup]],
                       uint sg [[simdgroup_index_in_threadgroup]],
                       uint lane [[thread_index_in_simdgroup]]) {
-    threadgroup half tiles[2 * BK * LD];           // K rows, then V rows; Q staged here once
+    // K rows, then V rows; Q staged here once. Declared as uint4 so that the 16-byte copies
+    // below are aligned (Metal aligns a threadgroup array only to its element type).
+    threadgroup uint4 tile_words[2 * BK * LD / 8];
+    threadgroup half* tiles = (threadgroup half*)tile_words;
     threadgroup half* Ks = tiles;
     threadgroup half* Vs = tiles + BK * LD;
     const int q0 = int(tgid.x) * BQ;
