@@ -86,8 +86,13 @@ def test_quick_selftest_passes_and_writes_the_receipt(tmp_path, capsys) -> None:
             sim = output["vs_simulator"]
             if by_name[case["name"]].sim_bytes:
                 # the shipped simulator bytes are current: regenerate them with
-                # `MSLTRANS_ENGINE=sim msltrans selftest --write-reference` after a change
-                assert sim["ok"] is True and sim["bytes_equal"], (case["name"], name, output)
+                # `MSLTRANS_ENGINE=sim msltrans selftest --write-reference` after a change.
+                # Bytes must match where exactness is claimed; elsewhere (the histogram's float
+                # sums: atomics whose order depends on the simulator's worker threads and on
+                # the Triton version's TTGIR) the bound must hold.
+                assert sim["ok"] is True, (case["name"], name, output)
+                if sim["exact_claimed"]:
+                    assert sim["bytes_equal"], (case["name"], name, output)
     # what the probes measure on the simulator
     props = {n: rows[n].get("properties", {}) for n in rows}
     assert props["msl_version"] == {"metal_version": 320, "msltrans_predicted": 320}
