@@ -98,7 +98,7 @@ def language_flags(version: int) -> tuple[str, ...]:
 # A kernel library links the math library by path: its references to libm (exp2f, logf, ...)
 # then carry the library's default symbol versions. Unversioned, the dynamic linker binds them
 # to the oldest version, glibc's error-handling wrappers (exp2f@GLIBC_2.2.5), which cost ~6 %
-# of attention's time and give the same values (docs/dev-notes/sim-lanes.md, "Session 14").
+# of attention's time and give the same values (docs/dev-notes/sim-lanes.md, "Packed products").
 # Part of the cache key (library._config_hash).
 SYSTEM_LIBS = ("libm.so.6",)
 # -disable-cgp-ext-ld-promotion: CodeGenPrepare's moving of sign/zero extensions up to the
