@@ -91,7 +91,7 @@ def check_attribute(attribute: str, where: str, extra: frozenset[str] = frozense
 _MARKER = re.compile(r'#\s*(\d+)\s+"[^"\n]*"[^\n]*')
 
 
-def _line_of(text: str, pos: int) -> int:
+def line_of(text: str, pos: int) -> int:
     """The user's line for a position of preprocessed text (from the `# N "file"` markers)."""
     end = pos
     while True:
@@ -122,7 +122,7 @@ def check_source(text: str, in_user_code, name: str, extra: frozenset[str]) -> N
         if "[" in body or ";" in body or "{" in body:
             i += 2   # not an attribute (nested subscripts, a lambda in an index)
             continue
-        where = f"{name}:{_line_of(text, i)}"
+        where = f"{name}:{line_of(text, i)}"
         for attribute in split_attribute_list(body):
             check_attribute(attribute, where, extra)
         i = end + 2

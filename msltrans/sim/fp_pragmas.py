@@ -22,21 +22,11 @@ import re
 from collections.abc import Callable
 
 from msltrans import math_mode
+from msltrans.sim.attributes import line_of
 from msltrans.sim.errors import CompileError
 
 _PRAGMA = re.compile(
     r"^[ \t]*#[ \t]*pragma[ \t]+METAL[ \t]+fp[ \t]+(\w+)[ \t]*\([ \t]*(\w*)[ \t]*\)", re.M)
-_LINE = re.compile(r'^#[ \t]*(\d+)[ \t]+"', re.M)
-
-
-def _line_of(text: str, pos: int) -> int:
-    """The user's line of `pos` in preprocessed text (after the nearest `# N "file"`)."""
-    markers = list(_LINE.finditer(text, 0, pos))
-    if not markers:
-        return text.count("\n", 0, pos) + 1
-    return int(markers[-1].group(1)) + text.count("\n", markers[-1].end(), pos) - 1
-
-
 def check(text: str, in_user_code: Callable[[int], bool], name: str, version: int) -> None:
     """Refuse what the simulator cannot compute as Apple would (see the module docstring)."""
     safe = False
@@ -44,7 +34,7 @@ def check(text: str, in_user_code: Callable[[int], bool], name: str, version: in
         if not in_user_code(match.start()):
             continue
         what, mode = match.group(1), match.group(2)
-        where = f"{name}:{_line_of(text, match.start())}"
+        where = f"{name}:{line_of(text, match.start())}"
         if what == "math_mode":
             if version < math_mode.SAFE_PRAGMA_VERSION:
                 raise CompileError(
