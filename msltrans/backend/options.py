@@ -15,10 +15,9 @@ import warnings
 from dataclasses import dataclass, fields
 from typing import Any
 
+from msltrans.abi.limits import MAX_THREADS_PER_THREADGROUP, SIMD_WIDTH
 from msltrans.errors import MetalNonRecoverableError
 
-WARP_SIZE = 32  # Apple's SIMD-group width; one Triton warp = one simdgroup
-MAX_THREADS_PER_GROUP = 1024
 DEFAULT_NUM_STAGES = 3  # Triton's own default (autotune Configs pass 3); only other values warn
 
 # Fields that tune NVIDIA/AMD code generation: accepted so kernels run unmodified, no effect here.
@@ -86,7 +85,7 @@ class MetalOptions:
     num_warps: int = 4
     num_ctas: int = 1
     num_stages: int = DEFAULT_NUM_STAGES
-    warp_size: int = WARP_SIZE
+    warp_size: int = SIMD_WIDTH
     enable_fp_fusion: bool = True
     launch_cooperative_grid: bool = False
     launch_pdl: bool = False
@@ -159,12 +158,13 @@ class MetalOptions:
         if nw > 32:
             raise MetalNonRecoverableError(
                 f"num_warps={nw} gives {nw * self.warp_size} threads per threadgroup, "
-                f"Metal allows {MAX_THREADS_PER_GROUP}", hint="use a power of two from 1 to 32")
-        if nw * self.warp_size > MAX_THREADS_PER_GROUP:
+                f"Metal allows {MAX_THREADS_PER_THREADGROUP}",
+                hint="use a power of two from 1 to 32")
+        if nw * self.warp_size > MAX_THREADS_PER_THREADGROUP:
             raise MetalNonRecoverableError(
                 f"num_warps={nw} gives {nw * self.warp_size} threads per threadgroup, "
-                f"Metal allows {MAX_THREADS_PER_GROUP}")
-        if self.warp_size != WARP_SIZE:
+                f"Metal allows {MAX_THREADS_PER_THREADGROUP}")
+        if self.warp_size != SIMD_WIDTH:
             raise MetalNonRecoverableError(
                 f"warp_size={self.warp_size} is not supported: Apple SIMD groups are 32 wide")
         if self.num_ctas != 1:
