@@ -9,7 +9,6 @@ Triton requires exactly one concrete `DriverBase` subclass in this module's name
 from __future__ import annotations
 
 import functools
-import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 from triton.backends.compiler import GPUTarget
 from triton.backends.driver import DriverBase
 
+from msltrans import settings
 from msltrans.abi.limits import (
     MAX_THREADS_PER_THREADGROUP,
     SIMD_WIDTH,
@@ -38,7 +38,7 @@ INDUCTOR_TARGETS = ("cpu", "mps")
 _probing = False
 
 
-def _other_gpu_driver_active() -> bool:
+def other_gpu_driver_active() -> bool:
     """Is a CUDA/AMD (or any other plugin's) driver active here?"""
     global _probing
     if _probing:  # another plugin probing us while we probe it
@@ -61,7 +61,7 @@ def _other_gpu_driver_active() -> bool:
 
 
 def select_engine() -> str:
-    forced = os.environ.get("MSLTRANS_ENGINE", "").strip().lower()
+    forced = settings.text(settings.ENGINE).lower()
     if forced:
         if forced not in ENGINES:
             raise MetalNonRecoverableError(f"MSLTRANS_ENGINE={forced!r} is not an engine",
@@ -171,10 +171,10 @@ class MetalDriver(DriverBase):
 
     @staticmethod
     def is_active() -> bool:
-        selected = os.environ.get("TRITON_DEFAULT_BACKEND", "")
+        selected = settings.raw(settings.TRITON_BACKEND) or ""
         if selected:
             return selected == "metal"
-        return not _other_gpu_driver_active()
+        return not other_gpu_driver_active()
 
     def map_python_to_cpp_type(self, ty: str) -> str:
         if ty.startswith("*"):

@@ -9,12 +9,12 @@ we accept those so such kernels run unmodified, and document them as inert.
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
 import warnings
 from dataclasses import dataclass, fields
 from typing import Any
 
+from msltrans import settings
 from msltrans.abi.limits import MAX_THREADS_PER_THREADGROUP, SIMD_WIDTH
 from msltrans.errors import MetalNonRecoverableError
 
@@ -142,7 +142,7 @@ class MetalOptions:
             object.__setattr__(self, "msl_version", msl_version.target())
         if self.dot_fragments is None:
             object.__setattr__(self, "dot_fragments",
-                               os.environ.get("MSLTRANS_DOT_FRAGMENTS", "1") != "0")
+                               settings.text(settings.DOT_FRAGMENTS) != "0")
         self._validate()
         if self.num_stages != DEFAULT_NUM_STAGES:
             _warn_num_stages(self.num_stages)

@@ -19,7 +19,6 @@ and counted; the host reports the count, it never drops output silently.
 from __future__ import annotations
 
 import math
-import os
 import struct
 import sys
 from collections.abc import Sequence
@@ -28,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from msltrans import settings
 from msltrans.abi.debug_layout import (
     CAPACITY,
     CURSOR,
@@ -39,7 +39,7 @@ from msltrans.abi.debug_layout import (
 )
 from msltrans.errors import MetalNonRecoverableError
 
-BUFFER_ENV = "MSLTRANS_PRINT_BUFFER_BYTES"
+BUFFER_ENV = settings.PRINT_BUFFER_BYTES
 DEFAULT_BUFFER_BYTES = 8 << 20  # ~233k records; CUDA's printf FIFO is ~6.75 MiB
 MIN_BUFFER_BYTES = (HEADER_WORDS + RECORD_WORDS) * 4
 MAX_BUFFER_BYTES = 1 << 32  # the cursor is a 32-bit word count
@@ -85,7 +85,7 @@ class AssertFailure:
 
 def buffer_bytes() -> int:
     """The debug buffer size from MSLTRANS_PRINT_BUFFER_BYTES (default 8 MiB)."""
-    text = os.environ.get(BUFFER_ENV, "").strip()
+    text = settings.text(BUFFER_ENV)
     if not text:
         return DEFAULT_BUFFER_BYTES
     try:

@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from msltrans import math_mode
+from msltrans import math_mode, settings
 from msltrans.abi.limits import MAX_THREADS_PER_THREADGROUP, SIMD_WIDTH
 from msltrans.sim import coherence, native, profile_records, profiling
 from msltrans.sim.args import (
@@ -52,7 +52,7 @@ from msltrans.sim.store import deps_changed, load_built
 # Wall-clock limit of one dispatch (seconds): a spin-wait would hang forever.
 # MSLTRANS_SIM_TIMEOUT (seconds, 0 = no limit) changes the default; timeout= overrides both.
 DEFAULT_TIMEOUT_S = 300.0
-TIMEOUT_ENV = "MSLTRANS_SIM_TIMEOUT"
+TIMEOUT_ENV = settings.SIM_TIMEOUT
 _UNSET: Any = object()
 _dispatch_lock = threading.Lock()   # the runtime keeps one dispatch's state in globals
 _loaded: dict[str, Library] = {}
@@ -62,7 +62,7 @@ _opened: dict[str, tuple[int, int]] = {}
 
 def default_timeout() -> float | None:
     """The dispatch time limit in seconds from MSLTRANS_SIM_TIMEOUT (None: no limit)."""
-    text = os.environ.get(TIMEOUT_ENV, "").strip()
+    text = settings.text(TIMEOUT_ENV)
     if not text:
         return DEFAULT_TIMEOUT_S
     try:
