@@ -9,8 +9,9 @@ ttir -> ttgir -> msl), so what comes out is exactly what `kernel[grid](...)` com
 
 The kernel is a `JITFunction`, the Python source of one (a string), a `.py` file (`kernel=`
 picks one of several) or a saved `.ttgir` module. `msltrans dump`, the teaching views, the
-benchmarks and tests compile through here. `load_kernel` and `first_launch` are the
-CLI's ways to get the kernel from a file; errors in the user's file are `KernelFileError`.
+benchmarks and tests compile through here; `to_ttgir` returns the live TTGIR module.
+`load_kernel` and `first_launch` are the CLI's ways to get the kernel from a file; errors in
+the user's file are `KernelFileError`.
 """
 
 from __future__ import annotations
@@ -168,6 +169,28 @@ def compile_kernel(source: Any, signature: dict[str, str] | None = None,
         out.seconds[stage] = time.perf_counter() - t0
     out.module = module
     return out
+
+
+def to_ttgir(fn_or_src: Any, signature: dict[str, str], constexprs: dict[str, Any] | None = None,
+             num_warps: int = 4, *, kernel_name: str | None = None,
+             arch: str = DEFAULT_CHIP, divisible_by_16: tuple[str, ...] = (),
+             within_2gb: tuple[str, ...] = ()) -> Any:
+    """Run Triton's front end and the Metal pass pipeline; returns the live TTGIR module,
+    for code that walks or lowers the module itself (tests, the codegen statistics). One
+    difference from a launch: Triton's `sanitize_overflow` is off.
+
+    `fn_or_src` is a JITFunction or the Python source of one (`kernel_name` picks one of
+    several). `signature` maps every argument name to a Triton type string ("*fp32", "i32",
+    ...) or "constexpr"; `constexprs` gives the constexpr values by name; `divisible_by_16`
+    names the arguments the JIT would specialise as multiples of 16
+    (`tt.divisibility = 16`); `within_2gb` the pointer arguments whose buffers it would see
+    under 2 GB (`tt.pointer_range = 32`).
+    """
+    out = compile_kernel(
+        fn_or_src, signature, constexprs, num_warps=num_warps, kernel=kernel_name, chip=arch,
+        divisible_by_16=divisible_by_16, within_2gb=within_2gb, until="ttgir", texts=False,
+        options={"sanitize_overflow": False})
+    return out.module
 
 
 def _msl_stage(module: Any, out: Compiled, options: Any) -> str:

@@ -12,8 +12,9 @@ import pytest
 
 from msltrans.abi.scalar_struct import ScalarPacker
 from msltrans.errors import MetalNonRecoverableError
-from msltrans.ir import read_module, to_ttgir
+from msltrans.ir import read_module
 from msltrans.lower import lower_module
+from msltrans.toolchain import to_ttgir
 from tests.support.run_kernel import dispatch
 
 # 30 scalars cycling through every type a launcher can pass, and the value each receives.
