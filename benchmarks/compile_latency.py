@@ -3,9 +3,10 @@ launch overhead.
 
 Method
 ------
-Compile: for each kernel the plugin's own stages run in-process (`MetalBackend.add_stages`),
-REPEAT times on a fresh MLIR context, with Triton's on-disk cache out of the way (the stages are
-called directly). "triton" is the front end plus the ttir and ttgir stages (Python AST → TTIR →
+Compile: for each kernel the plugin's own stages run in-process (msltrans.toolchain, which calls
+`MetalBackend.add_stages`), REPEAT times on a fresh MLIR context, with Triton's on-disk cache
+out of the way (the stages are called directly). "triton" is the front end plus the ttir and
+ttgir stages (Python AST → TTIR →
 TTGIR: Triton's work); "msltrans" is the msl stage (walk the TTGIR module into dataclasses and
 lower it to MSL text: our work). Medians are reported; the target is msltrans ≤ 50% of triton.
 Compiling the MSL itself (clang for the simulator, Apple's compiler on a Mac) is excluded: it
@@ -34,12 +35,8 @@ from typing import Any
 import torch
 import triton
 import triton.language as tl
-from triton._C.libtriton import ir
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
 
-from msltrans.backend.compiler import MetalBackend
-from msltrans.errors import MetalNonRecoverableError
+from msltrans import toolchain
 
 
 @triton.jit
@@ -102,29 +99,18 @@ KERNELS: list[tuple[str, Any, dict[str, str], dict[str, Any], int]] = [
 
 def time_compile(fn: Any, signature: dict[str, str], constexprs: dict[str, Any], num_warps: int,
                  repeat: int) -> tuple[float, float | None, str]:
-    backend = MetalBackend(GPUTarget("metal", "apple-m1", 32))
-    options = backend.parse_options({"num_warps": num_warps, "enable_fp_fusion": True})
-    sig = dict(signature, **{k: "constexpr" for k in constexprs})
     triton_ms, ours_ms, note = [], [], ""
     for _ in range(repeat):
-        stages: dict[str, Any] = {}
-        backend.add_stages(stages, options, ASTSource(fn, sig, constexprs).language)
-        t0 = time.perf_counter()
-        ctx = ir.context()
-        ir.load_dialects(ctx)
-        src = ASTSource(fn, sig, constexprs)
-        mod = src.make_ir(backend.target, options, backend.get_codegen_implementation(options),
-                          {}, ctx)
-        metadata: dict[str, Any] = {}
-        mod = stages["ttgir"](stages["ttir"](mod, metadata), metadata)
-        t1 = time.perf_counter()
-        triton_ms.append((t1 - t0) * 1e3)
-        try:
-            stages["msl"](mod, metadata)
-        except MetalNonRecoverableError as exc:
-            note = f"refused: {str(exc).splitlines()[0][:60]}"
+        out = toolchain.compile_kernel(fn, signature, constexprs, num_warps=num_warps,
+                                       options={"enable_fp_fusion": True}, partial=True,
+                                       texts=False)
+        sec = out.seconds
+        if "ttgir" in sec:
+            triton_ms.append((sec["front end"] + sec["ttir"] + sec["ttgir"]) * 1e3)
+        if out.error is not None:
+            note = f"refused: {str(out.error).splitlines()[0][:60]}"
             continue
-        ours_ms.append((time.perf_counter() - t1) * 1e3)
+        ours_ms.append(sec["msl"] * 1e3)
     return (statistics.median(triton_ms), statistics.median(ours_ms) if ours_ms else None, note)
 
 

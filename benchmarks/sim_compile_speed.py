@@ -36,39 +36,27 @@ kernel void vector_add(device const float* a [[buffer(0)]], device const float* 
 TOPK = """
 import json, os, sys, time, warnings
 warnings.filterwarnings("ignore")
-sys.path.insert(0, sys.argv[1])
-n, one_step = int(sys.argv[2]), sys.argv[3] == "1"
-from triton._C.libtriton import ir
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
+n, one_step = int(sys.argv[1]), sys.argv[2] == "1"
 import msltrans.sim as sim
 import msltrans.sim.large as large
-from msltrans.backend.compiler import MetalBackend
+from msltrans import toolchain
 from benchmarks.topk_kernel import topk_kernel
 if one_step:
     large.LARGE_KERNEL_LOOPS = 10**9
-backend = MetalBackend(GPUTarget("metal", "apple-m1", 32))
-options = backend.parse_options({"num_warps": 4, "enable_fp_fusion": True})
-sig = {"x_ptr": "*fp32", "values_ptr": "*fp32", "indices_ptr": "*i32", "K": "constexpr",
-       "N": "constexpr", "LOG_N": "constexpr"}
-src = ASTSource(topk_kernel, sig, {"K": 16, "N": n, "LOG_N": n.bit_length() - 1})
-stages = {}
-backend.add_stages(stages, options, src.language)
-t0 = time.perf_counter()
-ctx = ir.context(); ir.load_dialects(ctx)
-mod = src.make_ir(backend.target, options, backend.get_codegen_implementation(options), {}, ctx)
-md = {}
-mod = stages["ttgir"](stages["ttir"](mod, md), md)
-t1 = time.perf_counter()
-msl = str(stages["msl"](mod, md))
+sig = {"x_ptr": "*fp32", "values_ptr": "*fp32", "indices_ptr": "*i32"}
+out = toolchain.compile_kernel(topk_kernel, sig, {"K": 16, "N": n, "LOG_N": n.bit_length() - 1},
+                               num_warps=4, options={"enable_fp_fusion": True}, texts=False)
+msl = out.msl
 t2 = time.perf_counter()
 c0 = os.times()
 sim.compile_shader(msl)
 c1 = os.times()
 t3 = time.perf_counter()
-print(json.dumps({"triton": t1 - t0, "msltrans": t2 - t1, "clang": t3 - t2,
-                  "clang_cpu": c1.children_user + c1.children_system - c0.children_user
-                  - c0.children_system, "kb": len(msl) / 1e3, "loops": msl.count("for (")}))
+s = out.seconds
+print(json.dumps({"triton": s["front end"] + s["ttir"] + s["ttgir"], "msltrans": s["msl"],
+                  "clang": t3 - t2, "clang_cpu": c1.children_user + c1.children_system
+                  - c0.children_user - c0.children_system, "kb": len(msl) / 1e3,
+                  "loops": msl.count("for (")}))
 """
 
 FRESH = """
@@ -151,7 +139,7 @@ def topk_rows() -> list[tuple[str, str]]:
         for one_step in ("0", "1"):
             env = {"TRITON_CACHE_DIR": tempfile.mkdtemp(prefix="msltrans-bench-"),
                    "MSLTRANS_SIM_CACHE_DIR": tempfile.mkdtemp(prefix="msltrans-bench-")}
-            results[one_step] = json.loads(_python(TOPK, str(ROOT), str(n), one_step, env=env))
+            results[one_step] = json.loads(_python(TOPK, str(n), one_step, env=env))
         r, old = results["0"], results["1"]
         rows.append((f"top-k {n} wide, cold ({r['kb']:.0f} kB MSL, {r['loops']} loops)",
                      f"Triton {r['triton']:.2f} s + msltrans {r['msltrans']:.2f} s + clang "

@@ -26,17 +26,16 @@ mode it cannot model.
 
 from __future__ import annotations
 
-import os
-
+from msltrans import settings
 from msltrans.errors import MetalNonRecoverableError
 
-FAST_MATH_ENV = "PYTORCH_MPS_FAST_MATH"
+FAST_MATH_ENV = settings.FAST_MATH
 SAFE_PRAGMA_VERSION = 320   # `#pragma METAL fp math_mode`: MSL 3.2 (section 1.6.3)
 
 
 def torch_fast_math() -> bool:
     """Whether torch.mps.compile_shader compiles with fast math in this process."""
-    value = os.environ.get(FAST_MATH_ENV, "").strip()
+    value = settings.text(FAST_MATH_ENV)
     return bool(value) and value != "0"
 
 

@@ -23,14 +23,14 @@ MPS, what torch compiles with on this macOS; elsewhere (the simulator) `DEFAULT`
 
 from __future__ import annotations
 
-import os
 import platform
 import re
 from dataclasses import dataclass
 
+from msltrans import settings
 from msltrans.errors import MetalNonRecoverableError
 
-ENV = "MSLTRANS_MSL_VERSION"
+ENV = settings.MSL_VERSION
 MINIMUM = 310
 DEFAULT = 320
 SUPPORTED = (310, 320, 400)
@@ -97,11 +97,11 @@ def _macos_major() -> int | None:
 
 def target() -> int:
     """The MSL version kernels are compiled for on this machine (see the module docstring)."""
-    forced = os.environ.get(ENV, "").strip()
+    forced = settings.text(ENV)
     if forced:
         return parse(forced)
     major = _macos_major()
-    if major is not None and os.environ.get("MSLTRANS_ENGINE", "").strip().lower() != "sim":
+    if major is not None and settings.text(settings.ENGINE).lower() != "sim":
         return for_macos(major)
     return DEFAULT
 

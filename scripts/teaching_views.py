@@ -87,7 +87,7 @@ def make(k: Kernel, out: Path, png: bool = True) -> tuple[Path, list[Path], str]
     (what `msltrans layout ... -o DIR` draws), from one compile. Returns the page, the PNGs
     and the page's text."""
     from msltrans import cli
-    from msltrans.teach.capture import capture
+    from msltrans.cli.views import capture
     from msltrans.teach.page import Picture, build_page
 
     args = cli.build_parser().parse_args(["dump", *k.dump_args()])

@@ -19,8 +19,8 @@ from triton.compiler.errors import CompilationError
 from msltrans import _triton_compat as compat
 from msltrans.ir import keyword_attrs as K
 from msltrans.ir import text as T
-from msltrans.ir import to_ttgir
 from msltrans.ir.walker import _INT_ATTRS
+from msltrans.toolchain import to_ttgir
 
 # -- the import-time check -----------------------------------------------------------------
 

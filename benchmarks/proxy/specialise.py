@@ -13,8 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from msltrans.ir import read_module, to_ttgir
+from msltrans.ir import read_module
 from msltrans.lower import MslProgram, lower_module
+from msltrans.toolchain import to_ttgir
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,14 @@ def lower_ttgir(mod: Any, opt: Any = None) -> Any:
 
 
 def make_msl(mod: Any, metadata: dict[str, Any], opt: Any) -> str:
+    """The msl stage: lower the TTGIR and record the launch metadata."""
     program = lower_ttgir(mod, opt)
+    record_metadata(program, metadata, opt)
+    return program.source
+
+
+def record_metadata(program: Any, metadata: dict[str, Any], opt: Any) -> None:
+    """What the launcher needs of an `MslProgram`, into Triton's kernel metadata."""
     if program.threads_per_group != opt.num_warps * opt.warp_size:
         raise MetalNonRecoverableError(
             f"lowering produced {program.threads_per_group} threads per threadgroup for "
@@ -75,7 +82,6 @@ def make_msl(mod: Any, metadata: dict[str, Any], opt: Any) -> str:
     metadata["args_size"] = int(getattr(program, "args_size", 0))
     if getattr(program, "debug_sites", ()):  # tl.device_print / device_assert: hidden buffer
         metadata["msl_debug_sites"] = list(program.debug_sites)
-    return program.source
 
 
 # A buffer whose every byte is less than 2^31 from any pointer into it: the pointers derived

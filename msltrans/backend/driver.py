@@ -9,7 +9,6 @@ Triton requires exactly one concrete `DriverBase` subclass in this module's name
 from __future__ import annotations
 
 import functools
-import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -17,14 +16,17 @@ from typing import Any
 from triton.backends.compiler import GPUTarget
 from triton.backends.driver import DriverBase
 
+from msltrans import settings
+from msltrans.abi.limits import (
+    MAX_THREADS_PER_THREADGROUP,
+    SIMD_WIDTH,
+    THREADGROUP_MEMORY_BYTES,
+)
 from msltrans.backend.bench import HostDeviceInterface, make_do_bench
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.runtime import launch as _launch
 from msltrans.runtime.mps import chip_slug, mps_available
 
-MAX_SHARED_MEM = 32768
-MAX_THREADS = 1024
-WARP_SIZE = 32
 NOMINAL_REGS_PER_THREAD = 32  # Metal reports no register use; nominal, keeps occupancy maths finite
 ENGINES = ("mps", "sim")
 # First line of the MSL of a torch.compile kernel for CPU tensors (msltrans.inductor): such a
@@ -36,7 +38,7 @@ INDUCTOR_TARGETS = ("cpu", "mps")
 _probing = False
 
 
-def _other_gpu_driver_active() -> bool:
+def other_gpu_driver_active() -> bool:
     """Is a CUDA/AMD (or any other plugin's) driver active here?"""
     global _probing
     if _probing:  # another plugin probing us while we probe it
@@ -59,7 +61,7 @@ def _other_gpu_driver_active() -> bool:
 
 
 def select_engine() -> str:
-    forced = os.environ.get("MSLTRANS_ENGINE", "").strip().lower()
+    forced = settings.text(settings.ENGINE).lower()
     if forced:
         if forced not in ENGINES:
             raise MetalNonRecoverableError(f"MSLTRANS_ENGINE={forced!r} is not an engine",
@@ -103,10 +105,10 @@ class MetalUtils:
     def load_binary(self, name: str, kernel: bytes | str, shared: int, device: Any
                     ) -> tuple[Any, Any, int, int, int]:
         source = kernel.decode("utf-8") if isinstance(kernel, bytes) else kernel
-        if shared > MAX_SHARED_MEM:
+        if shared > THREADGROUP_MEMORY_BYTES:
             raise MetalNonRecoverableError(
                 f"kernel `{name}` needs {shared} bytes of threadgroup memory; Metal has "
-                f"{MAX_SHARED_MEM}")
+                f"{THREADGROUP_MEMORY_BYTES}")
         engine = self.sim_engine() if source.startswith(SIM_ENGINE_MARKER) else self.engine
         function = engine.load(source, name)
         return source, function, NOMINAL_REGS_PER_THREAD, 0, engine.max_threads(function)
@@ -120,13 +122,14 @@ class MetalUtils:
     def get_device_properties(self, device: Any = None) -> dict[str, Any]:
         cores = self.engine.core_count()
         return {
-            "max_shared_mem": MAX_SHARED_MEM, "max_threads_per_block": MAX_THREADS,
-            "max_threads_per_threadgroup": MAX_THREADS, "warpSize": WARP_SIZE,
-            "warp_size": WARP_SIZE, "multiprocessor_count": cores,
-            "max_num_regs": NOMINAL_REGS_PER_THREAD * MAX_THREADS,
+            "max_shared_mem": THREADGROUP_MEMORY_BYTES,
+            "max_threads_per_block": MAX_THREADS_PER_THREADGROUP,
+            "max_threads_per_threadgroup": MAX_THREADS_PER_THREADGROUP, "warpSize": SIMD_WIDTH,
+            "warp_size": SIMD_WIDTH, "multiprocessor_count": cores,
+            "max_num_regs": NOMINAL_REGS_PER_THREAD * MAX_THREADS_PER_THREADGROUP,
             "name": self.engine.device_name(), "engine": self.engine.name,
             # the names Intel's XPU fork of Triton's tutorials read
-            "max_work_group_size": MAX_THREADS, "sub_group_sizes": [WARP_SIZE],
+            "max_work_group_size": MAX_THREADS_PER_THREADGROUP, "sub_group_sizes": [SIMD_WIDTH],
         }
 
 
@@ -161,17 +164,17 @@ class MetalDriver(DriverBase):
         backend = getattr(getattr(metadata, "target", None), "backend", "metal")
         if backend not in INDUCTOR_TARGETS:
             return _launch.Launcher(src, metadata, engine=self.engine)
-        from msltrans.inductor import launch_count
+        from msltrans.runtime.launch_count import CountingLauncher
 
         engine = self.sim_engine() if backend == "cpu" else self.engine
-        return launch_count.InductorLauncher(src, metadata, engine=engine)
+        return CountingLauncher(src, metadata, engine=engine)
 
     @staticmethod
     def is_active() -> bool:
-        selected = os.environ.get("TRITON_DEFAULT_BACKEND", "")
+        selected = settings.raw(settings.TRITON_BACKEND) or ""
         if selected:
             return selected == "metal"
-        return not _other_gpu_driver_active()
+        return not other_gpu_driver_active()
 
     def map_python_to_cpp_type(self, ty: str) -> str:
         if ty.startswith("*"):
@@ -184,7 +187,7 @@ class MetalDriver(DriverBase):
         return table[ty]
 
     def get_current_target(self) -> GPUTarget:
-        return GPUTarget("metal", self.chip, WARP_SIZE)
+        return GPUTarget("metal", self.chip, SIMD_WIDTH)
 
     def get_active_torch_device(self) -> Any:
         import torch

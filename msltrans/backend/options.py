@@ -9,16 +9,15 @@ we accept those so such kernels run unmodified, and document them as inert.
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
 import warnings
 from dataclasses import dataclass, fields
 from typing import Any
 
+from msltrans import settings
+from msltrans.abi.limits import MAX_THREADS_PER_THREADGROUP, SIMD_WIDTH
 from msltrans.errors import MetalNonRecoverableError
 
-WARP_SIZE = 32  # Apple's SIMD-group width; one Triton warp = one simdgroup
-MAX_THREADS_PER_GROUP = 1024
 DEFAULT_NUM_STAGES = 3  # Triton's own default (autotune Configs pass 3); only other values warn
 
 # Fields that tune NVIDIA/AMD code generation: accepted so kernels run unmodified, no effect here.
@@ -86,7 +85,7 @@ class MetalOptions:
     num_warps: int = 4
     num_ctas: int = 1
     num_stages: int = DEFAULT_NUM_STAGES
-    warp_size: int = WARP_SIZE
+    warp_size: int = SIMD_WIDTH
     enable_fp_fusion: bool = True
     launch_cooperative_grid: bool = False
     launch_pdl: bool = False
@@ -143,7 +142,7 @@ class MetalOptions:
             object.__setattr__(self, "msl_version", msl_version.target())
         if self.dot_fragments is None:
             object.__setattr__(self, "dot_fragments",
-                               os.environ.get("MSLTRANS_DOT_FRAGMENTS", "1") != "0")
+                               settings.text(settings.DOT_FRAGMENTS) != "0")
         self._validate()
         if self.num_stages != DEFAULT_NUM_STAGES:
             _warn_num_stages(self.num_stages)
@@ -159,12 +158,13 @@ class MetalOptions:
         if nw > 32:
             raise MetalNonRecoverableError(
                 f"num_warps={nw} gives {nw * self.warp_size} threads per threadgroup, "
-                f"Metal allows {MAX_THREADS_PER_GROUP}", hint="use a power of two from 1 to 32")
-        if nw * self.warp_size > MAX_THREADS_PER_GROUP:
+                f"Metal allows {MAX_THREADS_PER_THREADGROUP}",
+                hint="use a power of two from 1 to 32")
+        if nw * self.warp_size > MAX_THREADS_PER_THREADGROUP:
             raise MetalNonRecoverableError(
                 f"num_warps={nw} gives {nw * self.warp_size} threads per threadgroup, "
-                f"Metal allows {MAX_THREADS_PER_GROUP}")
-        if self.warp_size != WARP_SIZE:
+                f"Metal allows {MAX_THREADS_PER_THREADGROUP}")
+        if self.warp_size != SIMD_WIDTH:
             raise MetalNonRecoverableError(
                 f"warp_size={self.warp_size} is not supported: Apple SIMD groups are 32 wide")
         if self.num_ctas != 1:

@@ -35,13 +35,13 @@ def is_enabled() -> bool:
 
 def launches() -> dict[str, int]:
     """Launches of torch.compile's Triton kernels through msltrans, per kernel name."""
-    from msltrans.inductor import launch_count as _launches
+    from msltrans.runtime import launch_count as _launches
 
     return _launches.launches()
 
 
 def reset_launches() -> None:
-    from msltrans.inductor import launch_count as _launches
+    from msltrans.runtime import launch_count as _launches
 
     _launches.reset_launches()
 

@@ -12,9 +12,9 @@ registrations: Metal is not fork-safe, and a worker must not touch it before it 
 
 from __future__ import annotations
 
-import os
 import sys
 
+from msltrans import settings
 from msltrans.inductor import state
 
 COMPILE_WORKER_MAIN = "torch._inductor.compile_worker"
@@ -34,5 +34,5 @@ def autoload() -> None:
 
     worker = in_compile_worker()
     if worker:
-        os.environ.setdefault("MSLTRANS_ENGINE", "sim")
+        settings.set_default(settings.ENGINE, "sim")
     route.enable(from_environment=True, compile_worker=worker)

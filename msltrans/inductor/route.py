@@ -15,9 +15,9 @@ because its mere presence would make `has_triton()` true for every CPU user.
 from __future__ import annotations
 
 import importlib.metadata
-import os
 from typing import Any
 
+from msltrans import settings
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.inductor import state
 
@@ -120,7 +120,7 @@ def enable(from_environment: bool = False, compile_worker: bool = False) -> None
             hint="uninstall triton-cpu (pip uninstall triton-cpu) or use it instead of "
                  "msltrans.inductor")
     was_enabled = state.enabled()
-    os.environ[state.ENV] = "1"
+    settings.put(state.ENV, "1")
     triton.backends.backends[BACKEND_NAME] = _backend()
     _apply_config()
     _clear_torch_caches()
@@ -137,7 +137,7 @@ def disable() -> None:
     import triton.backends
 
     was_enabled = state.enabled()
-    os.environ.pop(state.ENV, None)
+    settings.put(state.ENV, None)
     current = triton.backends.backends.get(BACKEND_NAME)
     if current is not None and current.compiler.__module__.startswith(BACKEND_PACKAGE):
         del triton.backends.backends[BACKEND_NAME]

@@ -7,10 +7,10 @@ The environment is the one switch that compile workers (subprocesses) inherit, s
 
 from __future__ import annotations
 
-import os
+from msltrans import settings
 
-ENV = "MSLTRANS_INDUCTOR"
+ENV = settings.INDUCTOR
 
 
 def enabled() -> bool:
-    return os.environ.get(ENV, "").strip() == "1"
+    return settings.text(ENV) == "1"

@@ -1,6 +1,5 @@
-"""TTGIR → frozen dataclasses (`read_module`, `read_ttgir_file`) and the front-end helper."""
+"""TTGIR → frozen dataclasses (`read_module`, `read_ttgir_file`)."""
 
-from msltrans.ir.frontend import to_ttgir
 from msltrans.ir.model import (
     Argument,
     Block,
@@ -17,5 +16,5 @@ from msltrans.ir.walker import read_module, read_ttgir_file
 __all__ = [
     "Argument", "Block", "Function", "Location", "Module", "Op", "OtherType", "PointerType",
     "Region", "ScalarType", "TensorType", "Type", "Value", "parse_type", "read_module",
-    "read_ttgir_file", "to_ttgir",
+    "read_ttgir_file",
 ]

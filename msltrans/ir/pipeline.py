@@ -13,8 +13,8 @@ from typing import Any
 from triton._C.libtriton import ir, passes
 
 from msltrans._triton_compat import add_block_pointer_rewrite
+from msltrans.abi.limits import SIMD_WIDTH
 
-THREADS_PER_WARP = 32  # Apple's SIMD-group width
 DEFAULT_CHIP = "apple-m1"
 
 
@@ -40,7 +40,7 @@ def make_ttir(mod: Any, opt: Any) -> Any:
 def make_ttgir(mod: Any, opt: Any) -> Any:
     chip = getattr(opt, "arch", None) or DEFAULT_CHIP
     pm = ir.pass_manager(mod.context)
-    passes.ttir.add_convert_to_ttgpuir(pm, metal_target(chip), opt.num_warps, THREADS_PER_WARP, 1)
+    passes.ttir.add_convert_to_ttgpuir(pm, metal_target(chip), opt.num_warps, SIMD_WIDTH, 1)
     passes.ttgpuir.add_coalesce(pm)
     passes.ttgpuir.add_remove_layout_conversions(pm)
     passes.ttgpuir.add_optimize_thread_locality(pm)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from msltrans.abi.limits import THREADGROUP_MEMORY_BYTES
 from msltrans.ir.model import Block, Op, Value
 from msltrans.lower.axis_plan import AxisPlan, plan_axis
 from msltrans.lower.emitter import LANE, Emitter
@@ -19,7 +20,6 @@ from msltrans.lower.templates import environment
 
 _BYTES = {"bool": 1, "char": 1, "uchar": 1, "short": 2, "int": 4, "long": 8, "half": 2, "bfloat": 2,
           "float": 4}
-SCRATCH_LIMIT = 32768
 
 
 def _macros():  # noqa: ANN202 - a Jinja template module
@@ -146,7 +146,7 @@ def batch_size(ctypes: tuple[str, ...], slots_per_group: int, groups: int) -> in
         return sum((b * slots_per_group * _BYTES[c] + 15) // 16 * 16 for c in ctypes)
 
     best = 1
-    while best < groups and total(best + 1) <= SCRATCH_LIMIT:
+    while best < groups and total(best + 1) <= THREADGROUP_MEMORY_BYTES:
         best += 1
     return best
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from msltrans import msl_version
+from msltrans.abi.limits import THREADGROUP_MEMORY_BYTES
 from msltrans.analysis.axis_info import AxisAnalysis
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir.model import Block, Op, Value
@@ -250,8 +251,9 @@ class Emitter:
 
     def need_scratch(self, nbytes: int) -> str:
         """Threadgroup scratch shared by all conversions (they are barrier-separated)."""
-        if nbytes > 32768:
-            self.fail(f"needs {nbytes} bytes of threadgroup memory (Metal has 32 KB)",
+        if nbytes > THREADGROUP_MEMORY_BYTES:
+            self.fail(f"needs {nbytes} bytes of threadgroup memory (Metal has "
+                      f"{THREADGROUP_MEMORY_BYTES // 1024} KB)",
                       "use a smaller BLOCK size")
         self.scratch_bytes = max(self.scratch_bytes, nbytes)
         if self.tiles_live:  # below the fragment dots' pinned tiles (dot/fragment_loop.py)

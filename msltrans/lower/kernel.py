@@ -5,6 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from msltrans import msl_version
+from msltrans.abi.limits import (
+    MAX_BUFFER_INDEX,
+    MAX_THREADS_PER_THREADGROUP,
+    SIMD_WIDTH,
+    THREADGROUP_MEMORY_BYTES,
+)
 from msltrans.analysis.axis_info import AxisAnalysis
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir.model import Function, Module
@@ -15,14 +21,10 @@ from msltrans.lower.dot.choose import fragments_enabled
 from msltrans.lower.dot.fragment_loop import PIN_NONE, PIN_SEPARATE, PIN_SHARED, pinned_bytes
 from msltrans.lower.dot.fragments import plan_encodings
 from msltrans.lower.emitter import COHERENT, Emitter, sanitize
-from msltrans.lower.kernel_args import ARGS_NAME, MAX_BUFFER_INDEX, ArgsStruct, layout_struct
+from msltrans.lower.kernel_args import ARGS_NAME, ArgsStruct, layout_struct
 from msltrans.lower.pointer_offsets import offset_roots, split_bases
 from msltrans.lower.program import MslParam, MslProgram
 from msltrans.lower.templates import render
-
-METAL_SIMD_WIDTH = 32
-METAL_THREADGROUP_BYTES = 32768
-MAX_THREADS = 1024
 
 
 @dataclass(frozen=True)
@@ -157,15 +159,15 @@ def lower_module(module: Module, kernel: str | None = None, *,
     """
     fragments = fragments_enabled(dot_fragments)
     fn = module.function(kernel)
-    if module.threads_per_warp != METAL_SIMD_WIDTH:
+    if module.threads_per_warp != SIMD_WIDTH:
         raise MetalNonRecoverableError(
             f"module built for {module.threads_per_warp} threads per warp",
             location=fn.loc.short(), hint="build TTGIR with 32 threads per warp for Metal")
     if module.num_ctas != 1:
         raise MetalNonRecoverableError("num_ctas > 1", location=fn.loc.short(),
                                        hint="one Triton program is one threadgroup")
-    threads = module.num_warps * METAL_SIMD_WIDTH
-    if threads > MAX_THREADS:
+    threads = module.num_warps * SIMD_WIDTH
+    if threads > MAX_THREADS_PER_THREADGROUP:
         raise MetalNonRecoverableError(f"{threads} threads per threadgroup",
                                        location=fn.loc.short(), hint="num_warps <= 32")
     # The fragment dots' pinned tiles and the shared scratch must fit together: else fewer
@@ -173,7 +175,7 @@ def lower_module(module: Module, kernel: str | None = None, *,
     for level in (PIN_SEPARATE, PIN_SHARED):
         program = _lower(module, fn, threads, enable_fp_fusion, msl_version_target,
                          fragments, pin_tiles=level)
-        if program.shared_bytes <= METAL_THREADGROUP_BYTES:
+        if program.shared_bytes <= THREADGROUP_MEMORY_BYTES:
             return program
     return _lower(module, fn, threads, enable_fp_fusion, msl_version_target, fragments,
                   pin_tiles=PIN_NONE)

@@ -12,14 +12,13 @@ offsets are the running sum of the sizes, under any C++ layout rules. Sizes and 
 are those of MSL §2.5 ("Alignment of Data Types", Table 2.2): bool/char 1, short/half/bfloat
 2, int/float 4, long 8. The struct ends with padding to its largest alignment, so
 `sizeof` is the byte count the launcher sends; a `static_assert` in the MSL holds the compiler
-to it. The launcher (msltrans/runtime/scalar_args.py) writes each value at its offset.
+to it. The launcher (msltrans/abi/scalar_struct.py) writes each value at its offset.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-MAX_BUFFER_INDEX = 30  # Metal's argument table: buffer(0) … buffer(30)
 ARGS_NAME = "msl_args"
 
 # MSL storage type → (size, alignment) per MSL §2.5 Table 2.2.

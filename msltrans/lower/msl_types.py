@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import warnings
 
+from msltrans import settings
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir.types import PointerType, ScalarType, TensorType, Type
 
@@ -35,7 +35,7 @@ _ADDRESS_SPACES: dict[int | str, str] = {1: "device", "constant": "device"}
 
 
 def _fp64(where: str | None) -> str:
-    if os.environ.get("MSLTRANS_FP64", "") == "refuse":
+    if settings.raw(settings.FP64) == "refuse":
         raise MetalNonRecoverableError("fp64 is not available on Apple GPUs", location=where,
                                        hint="unset MSLTRANS_FP64=refuse to downcast to fp32")
     warnings.warn(f"fp64 downcast to fp32 on Metal ({where or 'kernel'})", stacklevel=3)

@@ -3,13 +3,13 @@ otherwise through threadgroup scratch (owners write row-major, barrier, all read
 
 from __future__ import annotations
 
+from msltrans.abi.limits import THREADGROUP_MEMORY_BYTES
 from msltrans.ir.model import Op, Value
 from msltrans.ir.types import TensorType
 from msltrans.layout import gather_registers
 from msltrans.lower.emitter import LANE, WARP, Emitter
 from msltrans.lower.registry import lowers
 
-SCRATCH_WHOLE_LIMIT = 32768
 SCRATCH_CHUNK_BYTES = 16384
 _BYTES = {"bool": 1, "char": 1, "uchar": 1, "short": 2, "int": 4, "long": 8, "ulong": 8, "half": 2,
           "bfloat": 2, "float": 4}
@@ -26,7 +26,7 @@ def convert_through_scratch(em: Emitter, src: Value, out: Value) -> None:
     numel, size = src.type.numel, _BYTES[stype]
     # Whole tensor when it fits in 32 KB; else passes over flat-index ranges of 16 KB,
     # leaving room for other threadgroup users.
-    chunk = numel if numel * size <= SCRATCH_WHOLE_LIMIT else SCRATCH_CHUNK_BYTES // size
+    chunk = numel if numel * size <= THREADGROUP_MEMORY_BYTES else SCRATCH_CHUNK_BYTES // size
     scratch = em.need_scratch(chunk * size)
     L_src, L_out = em.layout(src), em.layout(out)
     name = em.declare(out)

@@ -2,7 +2,7 @@
 
 Both write records into one hidden `device uint* msl_dbg` buffer, appended after the kernel's
 own buffers (`MslProgram.debug_buffer_index`); the launcher decodes it after the dispatch
-(msltrans/runtime/debug_buffer.py has the layout and the host side).
+(msltrans/abi/debug_layout.py has the layout, msltrans/runtime/debug_buffer.py the host side).
 
 As in Triton's NVIDIA lowering, every thread prints the registers it holds: a scalar prints
 once per thread, a tensor element once per thread holding it (replicated layouts print
@@ -16,12 +16,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from msltrans.abi import debug_layout as fmt
 from msltrans.ir.model import Op, Value
 from msltrans.ir.types import FLOAT_WIDTHS, INT_WIDTHS, PointerType, ScalarType, TensorType
 from msltrans.lower.emitter import Emitter
 from msltrans.lower.registry import lowers
 from msltrans.lower.templates import environment
-from msltrans.runtime import debug_buffer as fmt
 
 BUFFER = "msl_dbg"
 SEQ = "msl_dbg_seq"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import NoReturn
 
+from msltrans.abi.limits import THREADGROUP_MEMORY_BYTES
 from msltrans.ir.model import Op, Value
 from msltrans.ir.types import TensorType
 from msltrans.layout import gather_registers
@@ -150,11 +151,7 @@ def cat(em: Emitter, op: Op) -> None:
 
 def _cat_through_scratch(em: Emitter, lhs: Value, rhs: Value, out: Value) -> None:
     """Owners write lhs at row-major flat f and rhs at numel + f; all read by result flat."""
-    from msltrans.lower.ops_convert import (
-        ELEMENT_BYTES,
-        SCRATCH_CHUNK_BYTES,
-        SCRATCH_WHOLE_LIMIT,
-    )
+    from msltrans.lower.ops_convert import ELEMENT_BYTES, SCRATCH_CHUNK_BYTES
 
     c = em.ctype(out)
     # Pointers travel as ulong; 16-bit floats as their bits, so every payload (signalling
@@ -166,7 +163,7 @@ def _cat_through_scratch(em: Emitter, lhs: Value, rhs: Value, out: Value) -> Non
         stype, wcast, rcast = "ushort", "as_type<ushort>", f"as_type<{c}>"
     numel = math.prod(_shape(lhs))
     total, size = 2 * numel, ELEMENT_BYTES["ulong" if c.endswith("*") else c]
-    chunk = total if total * size <= SCRATCH_WHOLE_LIMIT else SCRATCH_CHUNK_BYTES // size
+    chunk = total if total * size <= THREADGROUP_MEMORY_BYTES else SCRATCH_CHUNK_BYTES // size
     scratch = em.need_scratch(chunk * size)
     L_l, L_r, L_o = em.layout(lhs), em.layout(rhs), em.layout(out)
     at = f"{REG}, {LANE}, {WARP}"

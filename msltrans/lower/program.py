@@ -64,7 +64,7 @@ class MslProgram:
     def engine_args(self, args: Sequence[Any]) -> list[Any]:
         """One value per `params` entry (Triton's argument order, constexprs removed) → the
         engine's positional arguments: the pointers, then the packed scalar struct."""
-        from msltrans.runtime.scalar_args import ScalarPacker
+        from msltrans.abi.scalar_struct import ScalarPacker
 
         if len(args) != len(self.params):
             raise ValueError(f"kernel `{self.kernel_name}` takes {len(self.params)} runtime "

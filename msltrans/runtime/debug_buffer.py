@@ -8,13 +8,8 @@ print call, operand and element index; failed asserts go to stderr in CUDA's
 `__assertfail` format and raise `DeviceAssertError` (a RuntimeError whose message says
 "device-side assert triggered", as torch's CUDA error does).
 
-Layout (32-bit words):
-
-    [0] cursor: record words used      [1] capacity: record words available
-    [2..3] records dropped (64-bit)    [4..5] failed assert elements (64-bit)
-    [6..7] reserved                    [8...] records, RECORD_WORDS words each
-
-A record is (site, seq, pid.x, pid.y, pid.z, flat index, thread, value lo, value hi): `site`
+The buffer's word layout is msltrans/abi/debug_layout.py. A record is (site, seq, pid.x,
+pid.y, pid.z, flat index, thread, value lo, value hi): `site`
 indexes the kernel's site table (one entry per print operand / assert, JSON in the kernel
 metadata), `seq` counts the print/assert calls the thread has executed (uniform over a
 program, so it orders calls inside loops). A reservation that does not fit is dropped whole
@@ -24,7 +19,6 @@ and counted; the host reports the count, it never drops output silently.
 from __future__ import annotations
 
 import math
-import os
 import struct
 import sys
 from collections.abc import Sequence
@@ -33,16 +27,22 @@ from typing import Any
 
 import numpy as np
 
+from msltrans import settings
+from msltrans.abi.debug_layout import (
+    CAPACITY,
+    CURSOR,
+    DROPPED,
+    FAILED,
+    HEADER_WORDS,
+    METADATA_KEY,
+    RECORD_WORDS,
+)
 from msltrans.errors import MetalNonRecoverableError
 
-HEADER_WORDS = 8
-RECORD_WORDS = 9
-CURSOR, CAPACITY, DROPPED, FAILED = 0, 1, 2, 4
-BUFFER_ENV = "MSLTRANS_PRINT_BUFFER_BYTES"
+BUFFER_ENV = settings.PRINT_BUFFER_BYTES
 DEFAULT_BUFFER_BYTES = 8 << 20  # ~233k records; CUDA's printf FIFO is ~6.75 MiB
 MIN_BUFFER_BYTES = (HEADER_WORDS + RECORD_WORDS) * 4
 MAX_BUFFER_BYTES = 1 << 32  # the cursor is a 32-bit word count
-METADATA_KEY = "msl_debug_sites"
 # Unsigned promotion widths of printf's default argument promotion (ints < 32 bits → 32).
 _INT_BITS = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64}
 _FLOAT_BITS = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}
@@ -85,7 +85,7 @@ class AssertFailure:
 
 def buffer_bytes() -> int:
     """The debug buffer size from MSLTRANS_PRINT_BUFFER_BYTES (default 8 MiB)."""
-    text = os.environ.get(BUFFER_ENV, "").strip()
+    text = settings.text(BUFFER_ENV)
     if not text:
         return DEFAULT_BUFFER_BYTES
     try:

@@ -6,7 +6,7 @@ ints Triton specialised to 1 and for `None`). The contract with `msltrans.lower`
 parameter table is `metadata.params` (one entry per non-constexpr argument, in order):
 pointer arguments bind `[[buffer(0)]]`, `[[buffer(1)]]`, ... in argument order; every scalar
 lives at its `offset` in one `constant` struct of `metadata.args_size` bytes bound right after
-the pointers (msltrans/lower/kernel_args.py), packed by msltrans/runtime/scalar_args.py.
+the pointers (msltrans/lower/kernel_args.py), packed by msltrans/abi/scalar_struct.py.
 
 Grid (gx, gy, gz) → `threads=(gx*T, gy, gz)`, `group_size=(T, 1, 1)` with T threads per
 threadgroup: one Triton program = one threadgroup. Both engines expose the
@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from msltrans.abi.scalar_struct import ScalarPacker
 from msltrans.errors import MetalNonRecoverableError, MetalPointerDeviceError
 from msltrans.runtime.debug_buffer import DebugBuffer
 from msltrans.runtime.descriptors import expand_args, expand_signature, has_descriptors
-from msltrans.runtime.scalar_args import ScalarPacker
 
 MAX_GRID_THREADS = 2**32 - 1  # dispatchThreads takes 32-bit thread counts per dimension
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from msltrans.abi.limits import MAX_THREADS_PER_THREADGROUP
 from msltrans.runtime._cache import LibraryCache
-
-MAX_THREADS_PER_GROUP = 1024
 
 
 def _compile(source: str) -> Any:
@@ -31,7 +30,7 @@ class SimEngine:
         return getattr(self.libraries.get(source), kernel_name)
 
     def max_threads(self, function: Any) -> int:
-        return int(getattr(function, "max_threads_per_threadgroup", MAX_THREADS_PER_GROUP))
+        return int(getattr(function, "max_threads_per_threadgroup", MAX_THREADS_PER_THREADGROUP))
 
     def synchronize(self) -> None:
         # Dispatches run to completion before the call returns.

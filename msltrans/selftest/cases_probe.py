@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from msltrans import settings
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.selftest import accuracy
 from msltrans.selftest import kernels as K
@@ -42,7 +43,6 @@ def _msl_version(ctx: Any) -> list[Output]:
 # ---- the math mode ---------------------------------------------------------------------------
 
 def _math_mode(ctx: Any) -> list[Output]:
-    import os
 
     from msltrans import msl_version
     from msltrans.selftest.checks import FAST_MATH_ENV, fast_math_env
@@ -54,7 +54,7 @@ def _math_mode(ctx: Any) -> list[Output]:
     version = msl_version.target()
     mode = accuracy.math_mode(fast_math_env(), version, ctx.sources)
     ctx.properties.update(
-        env={FAST_MATH_ENV: os.environ.get(FAST_MATH_ENV)}, msl_version=version,
+        env={FAST_MATH_ENV: settings.raw(FAST_MATH_ENV)}, msl_version=version,
         safe_pragma_emitted=all(accuracy.has_safe_pragma(s) for s in ctx.sources),
         effective=mode)
     return [Output("sum", "float32", ctx.bits(out), 2 * x.astype(np.float64), tol=(0, 0))]

@@ -9,7 +9,6 @@ measured: flushing, the MSL version, the matrix product's order, ...).
 
 from __future__ import annotations
 
-import os
 import time
 import traceback
 from collections.abc import Callable
@@ -17,16 +16,17 @@ from typing import Any
 
 import numpy as np
 
+from msltrans import settings
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.selftest import accuracy, compare
 from msltrans.selftest.cases import Case, Output
 from msltrans.selftest.context import Context, Skip
 
-FAST_MATH_ENV = "PYTORCH_MPS_FAST_MATH"
+FAST_MATH_ENV = settings.FAST_MATH
 
 
 def fast_math_env() -> bool:
-    return os.environ.get(FAST_MATH_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    return settings.text(FAST_MATH_ENV).lower() in ("1", "true", "yes", "on")
 
 
 def _finite(x: float) -> Any:

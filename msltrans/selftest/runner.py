@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from msltrans import settings
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.selftest.cases import CASES, Case
 from msltrans.selftest.checks import FAST_MATH_ENV, run_case
@@ -109,7 +110,7 @@ def environment(engine: str) -> dict[str, Any]:
         "os": platform.platform(), "machine": platform.machine(),
         "macos": platform.mac_ver()[0] or None,
         "msl_version": msl_version.text(msl_version.target()),
-        "math_mode_env": {FAST_MATH_ENV: os.environ.get(FAST_MATH_ENV)},
+        "math_mode_env": {FAST_MATH_ENV: settings.raw(FAST_MATH_ENV)},
     }
     if engine == "mps":
         info["chip"] = str(torch._C._mps_get_name())

@@ -11,6 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from msltrans import settings
 from msltrans.sim import fp_pragmas
 from msltrans.sim.attributes import check_source
 from msltrans.sim.cache import atomic_write, cache_dir, temp_output
@@ -151,7 +152,7 @@ def build(source: str, name: str, compiler: Compiler, key: str,
         # Diagnostics quote source lines from disk: put the user's own text back.
         Path(work, name).write_text(source)
         pch_flags: list[str] = []
-        no_pch = instrumented or os.environ.get("MSLTRANS_SIM_NO_PCH")
+        no_pch = instrumented or settings.is_set(settings.SIM_NO_PCH)
         prelude = None if no_pch else prelude_pch(compiler, version)
         if prelude is not None:
             shim_text, rest = split_shim(text, shim_dir)

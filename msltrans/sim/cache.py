@@ -12,6 +12,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from msltrans import settings
+
 _SIM_DIR = Path(__file__).parent
 # Everything that changes what a given MSL source compiles to.
 _VERSIONED_FILES = ("prepare.py", "discover.py", "signatures.py", "entries.py", "build.py",
@@ -21,7 +23,7 @@ _VERSIONED_FILES = ("prepare.py", "discover.py", "signatures.py", "entries.py", 
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("MSLTRANS_SIM_CACHE_DIR")
+    root = settings.raw(settings.SIM_CACHE_DIR)
     path = Path(root) if root else Path.home() / ".cache" / "msltrans" / "sim"
     path.mkdir(parents=True, exist_ok=True)
     return path

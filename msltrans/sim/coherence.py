@@ -23,15 +23,15 @@ lanes entry) and is compiled without the precompiled prelude.
 from __future__ import annotations
 
 import ctypes
-import os
 import re
 
+from msltrans import settings
 from msltrans.sim import native
 from msltrans.sim.args import Bound, Region
 from msltrans.sim.errors import LaunchError
 from msltrans.sim.signatures import KernelSignature
 
-ENV = "MSLTRANS_SIM_COHERENCE"
+ENV = settings.SIM_COHERENCE
 # Compile flag of a checked build: the shim's device atomics stay uninstrumented and report
 # their writes (include/msl_sim/atomic.h).
 DEFINE = "-DMSL_SIM_COHERENCE=1"
@@ -44,7 +44,7 @@ _SYNC = re.compile(
 
 def mode() -> str:
     """'auto', 'on' or 'off' from MSLTRANS_SIM_COHERENCE."""
-    text = os.environ.get(ENV, "").strip().lower()
+    text = settings.text(ENV).lower()
     if text in ("", "auto"):
         return "auto"
     if text in ("1", "on", "true", "yes"):

@@ -18,6 +18,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from msltrans import settings
 from msltrans.sim.errors import CompilerNotFoundError
 
 MIN_CLANG_MAJOR = 17
@@ -45,7 +46,7 @@ def _host_target_flags() -> tuple[str, ...]:
     instruction (not a libm call), half conversions are F16C's, and element loops
     vectorise. Results do not change (contraction stays off; the same IEEE operations run).
     MSLTRANS_SIM_MARCH overrides: a -march value, or `none` for the compiler's default."""
-    override = os.environ.get("MSLTRANS_SIM_MARCH", "").strip()
+    override = settings.text(settings.SIM_MARCH)
     if override:
         return () if override == "none" else (f"-march={override}",)
     if sys.platform != "linux" or os.uname().machine != "x86_64":
@@ -75,12 +76,12 @@ TARGET_FLAGS = _host_target_flags()
 # values move through registers (a signalling NaN copied through threadgroup scratch came
 # back quieted: tests/e2e/test_cat.py's bf16 case), so results are only trusted without it.
 # Part of the cache key.
-ALIGNMENT_CHECK_ENV = "MSLTRANS_SIM_ALIGNMENT_CHECK"
+ALIGNMENT_CHECK_ENV = settings.SIM_ALIGNMENT_CHECK
 
 
 def alignment_flags() -> tuple[str, ...]:
     """The alignment check's flags where MSLTRANS_SIM_ALIGNMENT_CHECK=1 asks for it."""
-    on = os.environ.get(ALIGNMENT_CHECK_ENV, "").strip() == "1"
+    on = settings.text(ALIGNMENT_CHECK_ENV) == "1"
     return ("-fsanitize=alignment",) if on else ()
 
 
@@ -234,7 +235,7 @@ def _find(override: str | None) -> Compiler:
 
 def find_compiler() -> Compiler:
     """The clang the simulator compiles with (memoised per process)."""
-    return _find(os.environ.get("MSLTRANS_CLANG") or None)
+    return _find(settings.raw(settings.CLANG) or None)
 
 
 def include_flags() -> list[str]:

@@ -18,8 +18,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from msltrans import math_mode
-from msltrans.sim import coherence, native, profiling
+from msltrans import math_mode, settings
+from msltrans.abi.limits import MAX_THREADS_PER_THREADGROUP, SIMD_WIDTH
+from msltrans.sim import coherence, native, profile_records, profiling
 from msltrans.sim.args import (
     SLACK_BYTE,
     Bound,
@@ -48,12 +49,10 @@ from msltrans.sim.signatures import KernelSignature
 from msltrans.sim.staging import POOL, copy_bytes
 from msltrans.sim.store import deps_changed, load_built
 
-MAX_THREADS_PER_THREADGROUP = 1024
-THREAD_EXECUTION_WIDTH = 32
 # Wall-clock limit of one dispatch (seconds): a spin-wait would hang forever.
 # MSLTRANS_SIM_TIMEOUT (seconds, 0 = no limit) changes the default; timeout= overrides both.
 DEFAULT_TIMEOUT_S = 300.0
-TIMEOUT_ENV = "MSLTRANS_SIM_TIMEOUT"
+TIMEOUT_ENV = settings.SIM_TIMEOUT
 _UNSET: Any = object()
 _dispatch_lock = threading.Lock()   # the runtime keeps one dispatch's state in globals
 _loaded: dict[str, Library] = {}
@@ -63,7 +62,7 @@ _opened: dict[str, tuple[int, int]] = {}
 
 def default_timeout() -> float | None:
     """The dispatch time limit in seconds from MSLTRANS_SIM_TIMEOUT (None: no limit)."""
-    text = os.environ.get(TIMEOUT_ENV, "").strip()
+    text = settings.text(TIMEOUT_ENV)
     if not text:
         return DEFAULT_TIMEOUT_S
     try:
@@ -88,7 +87,7 @@ class Kernel:
     """One kernel of a Library; call it like torch.mps's kernel objects."""
 
     max_threads_per_threadgroup = MAX_THREADS_PER_THREADGROUP
-    thread_execution_width = THREAD_EXECUTION_WIDTH
+    thread_execution_width = SIMD_WIDTH
 
     def __init__(self, library: Library, signature: KernelSignature, entry: int,
                  lanes: int = 0, lanes_frame_bytes: int | None = None) -> None:
@@ -257,14 +256,14 @@ class Kernel:
                 keep = (*keep, check)
             counts = None
             if session is not None:
-                counts = profiling.make_out([(r.data, r.size) for r in regions
+                counts = profile_records.make_out([(r.data, r.size) for r in regions
                                              if r.scalar_bytes is None and r.size])
                 launch.profile_out = ctypes.cast(ctypes.byref(counts[0]), ctypes.c_void_p)
             report = native.Report()
             with _dispatch_lock:
                 lib.msl_sim_dispatch(ctypes.byref(launch), ctypes.byref(report))
                 if counts is not None and session is not None and target is not None:
-                    session.launches.append(profiling.collect(
+                    session.launches.append(profile_records.collect(
                         *counts, self.name, target.library, tuple(launch.threads),
                         tuple(launch.group_size)))
             self._static_tg = int(report.tg_static_bytes)

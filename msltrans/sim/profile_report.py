@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from msltrans.sim import profiling as P
+from msltrans.sim import profile_records as P
 
 # Public figures: (name, DRAM bandwidth B/s, fp32 FLOP/s). Apple's announced GPU figures
 # (M1 2.6 TFLOPS / 68.25 GB/s, M1 Pro 5.2 / 200, M1 Max 10.4 / 400, M2 3.6 / 100) and the

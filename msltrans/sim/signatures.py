@@ -8,6 +8,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from msltrans.abi.limits import MAX_BUFFER_INDEX
 from msltrans.sim.errors import CompileError
 from msltrans.sim.prepare import TG_ATTR_MARK, split_top_level
 
@@ -115,9 +116,6 @@ def _eval_index(text: str) -> int:
 
 
 _ATTRIBUTE = re.compile(r"\[\[(.*?)\]\]", re.S)
-
-
-MAX_BUFFER_INDEX = 30   # Metal's buffer argument table: buffer(0) … buffer(30)
 
 
 def _buffer_index(kernel: str, name: str, arg: str | None) -> int:

@@ -14,9 +14,10 @@ from __future__ import annotations
 import collections
 import ctypes
 import mmap
-import os
 import threading
 from typing import Any
+
+from msltrans import settings
 
 try:
     import torch
@@ -33,7 +34,7 @@ PARALLEL_COPY_BYTES = 1 << 20
 def _parallel_copies() -> bool:
     """Whether the dispatch may use more than one core (MSLTRANS_SIM_THREADS unset or > 1):
     a run pinned to one worker copies on one thread too."""
-    text = os.environ.get("MSLTRANS_SIM_THREADS", "").strip()
+    text = settings.text(settings.SIM_THREADS)
     if not text:
         return True
     try:

@@ -22,7 +22,7 @@ def test_entry_point_registers_metal():
 
 def test_metal_driver_is_triton_default_here_in_a_fresh_process():
     # On a machine without a CUDA/AMD driver (CI), Metal is the one active driver.
-    if driver_mod._other_gpu_driver_active():
+    if driver_mod.other_gpu_driver_active():
         pytest.skip("a CUDA/AMD driver is active here; Metal correctly stays inactive")
     code = ("from triton.runtime.driver import driver; d = driver.active; "
             "print(type(d).__name__, d.engine_name, d.get_current_target().backend, "
@@ -47,12 +47,12 @@ def test_plugin_modules_import_before_triton(stmt):
 
 def test_inactive_when_cuda_is_active(monkeypatch):
     monkeypatch.delenv("TRITON_DEFAULT_BACKEND", raising=False)
-    monkeypatch.setattr(driver_mod, "_other_gpu_driver_active", lambda: True)
+    monkeypatch.setattr(driver_mod, "other_gpu_driver_active", lambda: True)
     assert MetalDriver.is_active() is False
 
 
 def test_default_backend_env_forces_metal(monkeypatch):
-    monkeypatch.setattr(driver_mod, "_other_gpu_driver_active", lambda: True)
+    monkeypatch.setattr(driver_mod, "other_gpu_driver_active", lambda: True)
     monkeypatch.setenv("TRITON_DEFAULT_BACKEND", "metal")
     assert MetalDriver.is_active() is True
     monkeypatch.setenv("TRITON_DEFAULT_BACKEND", "nvidia")
@@ -71,7 +71,7 @@ def test_other_driver_probe_sees_an_active_foreign_driver(monkeypatch):
         driver = Active
 
     monkeypatch.setitem(triton.backends.backends, "fakegpu", Entry)
-    assert driver_mod._other_gpu_driver_active() is True
+    assert driver_mod.other_gpu_driver_active() is True
 
 
 @pytest.mark.parametrize("platform, mps, env, expected", [

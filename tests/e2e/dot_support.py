@@ -8,9 +8,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from msltrans.ir import read_module, to_ttgir
+from msltrans.ir import read_module
 from msltrans.lower import MslProgram, lower_module
 from msltrans.lower.dot.choose import force_path
+from msltrans.toolchain import to_ttgir
 from tests.support.fma import fma_chain_matmul
 from tests.support.run_kernel import dispatch
 

@@ -14,8 +14,9 @@ import triton
 import triton.language as tl
 
 from msltrans.errors import MetalNonRecoverableError
-from msltrans.ir import read_module, to_ttgir
+from msltrans.ir import read_module
 from msltrans.lower import lower_module
+from msltrans.toolchain import to_ttgir
 from tests.support.run_kernel import compile_kernel, dispatch, run_kernel
 
 

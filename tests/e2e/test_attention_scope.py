@@ -66,8 +66,9 @@ import triton
 import triton.language as tl
 
 from msltrans.errors import MetalNonRecoverableError, MetalPerformanceWarning
-from msltrans.ir import read_module, to_ttgir
+from msltrans.ir import read_module
 from msltrans.lower import MslProgram, lower_module
+from msltrans.toolchain import to_ttgir
 
 LOG2E = 1.4426950408889634
 U32 = 2.0**-24

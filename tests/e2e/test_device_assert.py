@@ -17,6 +17,7 @@ import triton
 import triton.language as tl
 from triton.runtime.driver import driver
 
+from msltrans.abi import debug_layout
 from msltrans.runtime import debug_buffer
 from msltrans.runtime.debug_buffer import DeviceAssertError
 
@@ -148,7 +149,7 @@ def test_scalar_assert_reports_once_per_program():
 def test_failures_lost_to_overflow_still_raise(monkeypatch, capfd):
     room = 3
     monkeypatch.setenv(debug_buffer.BUFFER_ENV,
-                       str((debug_buffer.HEADER_WORDS + room * debug_buffer.RECORD_WORDS) * 4))
+                       str((debug_layout.HEADER_WORDS + room * debug_layout.RECORD_WORDS) * 4))
     x = np.arange(64, dtype=np.int32)
     with pytest.raises(DeviceAssertError, match=r"64 element\(s\) failed.*61 record\(s\) lost"):
         bounded_kernel[(1,)](torch.from_numpy(x), torch.zeros(64, dtype=torch.int32), -1,

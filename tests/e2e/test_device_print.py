@@ -20,6 +20,7 @@ import triton.language as tl
 from triton.runtime.driver import driver
 
 from msltrans._triton_compat import clear_device_caches
+from msltrans.abi import debug_layout
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.runtime import debug_buffer
 
@@ -297,7 +298,7 @@ def test_overflow_is_reported(capfd, monkeypatch):
     # room for 10 records: 2 thread-reservations of 4 registers fit, the rest is counted
     room = 10
     monkeypatch.setenv(debug_buffer.BUFFER_ENV,
-                       str((debug_buffer.HEADER_WORDS + room * debug_buffer.RECORD_WORDS) * 4))
+                       str((debug_layout.HEADER_WORDS + room * debug_layout.RECORD_WORDS) * 4))
     x = np.arange(128, dtype=np.int32)
     print_kernel[(1,)](torch.from_numpy(x), BLOCK=128, num_warps=1)
     captured = capfd.readouterr()

@@ -14,16 +14,11 @@ import numpy as np
 import pytest
 import triton
 import triton.language as tl
-import triton.language.extra.cuda.libdevice as cuda_libdevice
-from triton._C.libtriton import ir
-from triton.compiler import ASTSource
 from triton.language.extra import libdevice
 
+from msltrans import toolchain
 from msltrans.errors import MetalNonRecoverableError
-from msltrans.ir import read_module
-from msltrans.ir.frontend import FrontendOptions
-from msltrans.ir.pipeline import make_ttgir, make_ttir
-from msltrans.lower import MslProgram, lower_module
+from msltrans.lower import MslProgram
 from tests.support.diff import assert_same_bits, launch, ulp_error
 
 BLOCK = 128
@@ -33,14 +28,8 @@ ULP = {"tanh": 2.5, "erf": 1.0, "pow": 1.0, "atan2": 1.5}
 
 def compile_with_libdevice(fn: Any, signature: dict[str, str],
                            constexprs: dict[str, Any]) -> MslProgram:
-    opt = FrontendOptions(num_warps=4)
-    ctx = ir.context()
-    ir.load_dialects(ctx)
-    src = ASTSource(fn, {**signature, **dict.fromkeys(constexprs, "constexpr")}, constexprs)
-    mod = src.make_ir(None, opt, {}, {"triton.language.extra.libdevice": cuda_libdevice}, ctx)
-    make_ttir(mod, opt)
-    make_ttgir(mod, opt)
-    return lower_module(read_module(mod))
+    """Through the plugin's stages (its module map sends `tl.extra.libdevice` to CUDA's)."""
+    return toolchain.compile_kernel(fn, signature, constexprs, num_warps=4).program
 
 
 @triton.jit

@@ -162,7 +162,7 @@ def test_chained_dots(dtype: str, path: str) -> None:
 
 # ---- refusals -------------------------------------------------------------------------------
 def _with_precision(tmp_path: Path, precision: str) -> Path:
-    from msltrans.ir import to_ttgir
+    from msltrans.toolchain import to_ttgir
 
     text = str(to_ttgir(dot_acc_kernel, ACC_SIG, {"M": 16, "N": 16, "K": 16}, 4))
     text, n = re.subn(r"(tt\.dot %\w+, %\w+, %\w+)", rf"\1, inputPrecision = {precision}", text)
@@ -185,7 +185,7 @@ def test_explicit_ieee_is_accepted(tmp_path: Path) -> None:
 def test_fp8_dot_is_the_fp16_dot(tmp_path: Path) -> None:
     # fp8 operands are widened to fp16 where they are staged (tests/e2e/test_fp8.py runs
     # them); the dot itself is the fp16 one.
-    from msltrans.ir import to_ttgir
+    from msltrans.toolchain import to_ttgir
 
     text = str(to_ttgir(dot_acc_kernel, _acc_sig("float16", "float32"),
                         {"M": 16, "N": 16, "K": 16}, 4)).replace("f16", "f8E5M2")

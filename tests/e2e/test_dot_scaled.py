@@ -16,8 +16,9 @@ import triton
 import triton.language as tl
 
 from msltrans.errors import MetalNonRecoverableError
-from msltrans.ir import read_module, to_ttgir
+from msltrans.ir import read_module
 from msltrans.lower import lower_module
+from msltrans.toolchain import to_ttgir
 from tests.support.run_kernel import dispatch
 
 E2M1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6])

@@ -18,8 +18,9 @@ import triton
 import triton.language as tl
 
 from msltrans.errors import MetalNonRecoverableError
-from msltrans.ir import read_module, to_ttgir
+from msltrans.ir import read_module
 from msltrans.lower import lower_module
+from msltrans.toolchain import to_ttgir
 from tests.support.run_kernel import dispatch, run_kernel
 
 REF = np.load(Path(__file__).resolve().parents[1] / "data" / "cuda" / "fp8_conversions.npz")

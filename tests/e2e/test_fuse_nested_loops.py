@@ -14,9 +14,9 @@ import pytest
 import triton
 import triton.language as tl
 
-from msltrans.ir.frontend import to_ttgir
 from msltrans.ir.model import Op
 from msltrans.ir.walker import read_module
+from msltrans.toolchain import to_ttgir
 from tests.support.run_kernel import run_kernel, signature_of
 
 

@@ -21,8 +21,9 @@ import numpy as np
 import pytest
 import torch
 
-from msltrans.ir import read_module, to_ttgir
+from msltrans.ir import read_module
 from msltrans.lower import lower_module
+from msltrans.toolchain import to_ttgir
 from tests.e2e import nan_sign_kernels as K
 from tests.support.run_kernel import dispatch
 

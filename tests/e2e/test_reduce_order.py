@@ -27,9 +27,10 @@ import pytest
 import triton
 import triton.language as tl
 
-from msltrans.ir import read_module, to_ttgir
+from msltrans.ir import read_module
 from msltrans.layout import decode_layout
 from msltrans.lower import lower_module
+from msltrans.toolchain import to_ttgir
 from tests.support.run_kernel import dispatch, signature_of
 
 

@@ -10,10 +10,11 @@ import struct
 import numpy as np
 import pytest
 
+from msltrans.abi.scalar_struct import ScalarPacker
 from msltrans.errors import MetalNonRecoverableError
-from msltrans.ir import read_module, to_ttgir
+from msltrans.ir import read_module
 from msltrans.lower import lower_module
-from msltrans.runtime.scalar_args import ScalarPacker
+from msltrans.toolchain import to_ttgir
 from tests.support.run_kernel import dispatch
 
 # 30 scalars cycling through every type a launcher can pass, and the value each receives.
@@ -122,7 +123,7 @@ def test_more_pointers_than_buffer_slots_is_refused() -> None:
 
 
 def test_fast_path_equals_the_per_field_converters() -> None:
-    from msltrans.runtime.scalar_args import converter
+    from msltrans.abi.scalar_struct import converter
 
     fields = [("i64", 0), ("fp32", 8), ("u32", 12), ("bf16", 16), ("fp16", 18), ("i16", 20),
               ("i8", 22), ("i1", 23)]

@@ -12,7 +12,7 @@ import triton
 import triton.language as tl
 
 from msltrans.errors import MetalNonRecoverableError
-from msltrans.ir import to_ttgir
+from msltrans.toolchain import to_ttgir
 from tests.support.combine import max_nan, mul
 from tests.support.reduce_ref import assert_float_same, assert_sum_close, int_scan
 from tests.support.run_kernel import compile_ttgir, dispatch, run_kernel

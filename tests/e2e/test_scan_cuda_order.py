@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from msltrans.ir import read_module, to_ttgir
+from msltrans.ir import read_module
 from msltrans.lower import lower_module
+from msltrans.toolchain import to_ttgir
 from tests.e2e import scan_order_kernels as K
 from tests.support.run_kernel import dispatch, signature_of
 

@@ -118,8 +118,9 @@ def test_volatile_bf16_is_its_bits() -> None:
 
     import torch
 
-    from msltrans.ir import read_module, to_ttgir
+    from msltrans.ir import read_module
     from msltrans.lower import lower_module
+    from msltrans.toolchain import to_ttgir
     from tests.support.run_kernel import dispatch
 
     bits = np.random.default_rng(0).integers(0, 2**16, 64).astype(np.uint16)
@@ -139,8 +140,9 @@ def test_volatile_64_bit_load_refuses() -> None:
 
 
 def test_volatile_load_needs_msl_3_2() -> None:
-    from msltrans.ir import read_module, to_ttgir
+    from msltrans.ir import read_module
     from msltrans.lower import lower_module
+    from msltrans.toolchain import to_ttgir
 
     mod = to_ttgir(volatile_copy, {"src": "*fp32", "dst": "*fp32", "n": "i32"}, {"BLOCK": 16}, 1)
     with pytest.raises(MetalNonRecoverableError, match="volatile load.*needs MSL 3.2"):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from msltrans.ir import PointerType, ScalarType, TensorType, read_module, read_ttgir_file, to_ttgir
+from msltrans.ir import PointerType, ScalarType, TensorType, read_module, read_ttgir_file
+from msltrans.toolchain import to_ttgir
 from tests.support.kernels import (
     broadcast_add_kernel,
     loop_kernel,

@@ -10,7 +10,8 @@ import triton.language as tl
 
 import msltrans.ir.walker as walker
 from benchmarks.topk_kernel import topk_kernel
-from msltrans.ir import read_module, to_ttgir
+from msltrans.ir import read_module
+from msltrans.toolchain import to_ttgir
 
 
 @triton.jit

@@ -145,9 +145,10 @@ def test_fp16_accumulator_and_fallback_paths_are_not_resident() -> None:
 
 
 def test_resident_decision_inspects_the_ir() -> None:
-    from msltrans.ir import read_module, to_ttgir
+    from msltrans.ir import read_module
     from msltrans.lower.dot.resident import resident_accumulators
     from msltrans.lower.emitter import Emitter
+    from msltrans.toolchain import to_ttgir
 
     def loops(mode: str) -> list[list[int]]:
         fn = read_module(to_ttgir(k_loop_variant_kernel, VARIANT_SIG, dict(

@@ -13,10 +13,11 @@ import triton
 import triton.language as tl
 
 from msltrans.errors import MetalNonRecoverableError
-from msltrans.ir import read_module, to_ttgir
+from msltrans.ir import read_module
 from msltrans.ir.types import ScalarType
 from msltrans.lower import lower_module, lowers, msl_types, registry, supported_ops
 from msltrans.lower.values import float_literal, int_literal
+from msltrans.toolchain import to_ttgir
 from tests.support.kernels import vadd_kernel
 from tests.support.run_kernel import check_msl_compiles, compile_ttgir, dispatch, run_kernel
 from tests.support.ttgir_gen import elementwise_kernel_1d, write

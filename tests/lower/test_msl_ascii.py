@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 from msltrans.errors import MetalNonRecoverableError
-from msltrans.ir import read_module, to_ttgir
+from msltrans.ir import read_module
 from msltrans.lower import lower_module
 from msltrans.lower.emitter import sanitize
 from msltrans.lower.msl_ascii import ascii_source, identifier
+from msltrans.toolchain import to_ttgir
 
 KERNEL = '''
 import triton

@@ -12,8 +12,9 @@ import triton.language as tl
 from msltrans import msl_version
 from msltrans.backend.options import MetalOptions
 from msltrans.errors import MetalNonRecoverableError
-from msltrans.ir import read_module, to_ttgir
+from msltrans.ir import read_module
 from msltrans.lower import lower_module
+from msltrans.toolchain import to_ttgir
 
 
 @triton.jit

@@ -10,8 +10,9 @@ import pytest
 import msltrans.sim as sim
 from msltrans import math_mode
 from msltrans.errors import MetalNonRecoverableError
-from msltrans.ir import read_module, to_ttgir
+from msltrans.ir import read_module
 from msltrans.sim.errors import CompileError
+from msltrans.toolchain import to_ttgir
 from tests.support.kernels import vadd_kernel
 
 BODY = """

@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from msltrans.ir import read_module, to_ttgir
+from msltrans.ir import read_module
 from msltrans.lower import MslProgram, lower_module
+from msltrans.toolchain import to_ttgir
 from tests.support.run_kernel import dispatch
 
 TRITON_PTR = {

@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from msltrans.ir import read_module, read_ttgir_file, to_ttgir
+from msltrans.ir import read_module, read_ttgir_file
 from msltrans.lower import MslProgram, lower_module
+from msltrans.toolchain import to_ttgir
 
 _NP_TO_TRITON = {
     np.dtype(np.float32): "*fp32", np.dtype(np.float16): "*fp16", np.dtype(np.int32): "*i32",

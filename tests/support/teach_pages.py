@@ -6,7 +6,8 @@ import functools
 from pathlib import Path
 
 from msltrans import cli
-from msltrans.teach.capture import Capture, capture
+from msltrans.cli.views import capture
+from msltrans.teach.capture import Capture
 from scripts.teaching_views import KERNELS, Kernel
 
 ROOT = Path(__file__).resolve().parent.parent.parent

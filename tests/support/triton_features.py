@@ -39,7 +39,7 @@ def _tensor_helper_kernel(out_ptr, a, BLOCK: tl.constexpr):
 def noinline_returns_tensors() -> bool:
     """Whether Triton's own passes accept a `noinline` helper that returns a tensor (3.6 and
     3.7 fail converting it to TTGIR: the function type keeps the tensor without a layout)."""
-    from msltrans.ir import to_ttgir
+    from msltrans.toolchain import to_ttgir
 
     try:
         to_ttgir(_tensor_helper_kernel, {"out_ptr": "*i32", "a": "i32"}, {"BLOCK": 32})

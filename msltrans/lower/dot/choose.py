@@ -9,9 +9,9 @@ line up, else scratch.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
 
+from msltrans import settings
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir.model import Op, Value
 from msltrans.lower.dot import fragment_mma
@@ -44,7 +44,7 @@ def fragments_enabled(option: bool | None = None) -> bool:
     option (`option`; None: MSLTRANS_DOT_FRAGMENTS, "0" = off) turns it off (a debugging
     aid: the staged paths then run)."""
     if option is None:
-        option = os.environ.get("MSLTRANS_DOT_FRAGMENTS", "1") != "0"
+        option = settings.text(settings.DOT_FRAGMENTS) != "0"
     return option and _forced[-1] in ("auto", "fragment")
 
 

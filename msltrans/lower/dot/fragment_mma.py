@@ -23,10 +23,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from msltrans.abi.limits import THREADGROUP_MEMORY_BYTES
 from msltrans.ir.model import Value
 from msltrans.lower.dot import staging
 from msltrans.lower.dot.fragments import MAX_FRAGMENT_TILES, is_fragment
-from msltrans.lower.dot.info import BYTES, METAL_THREADGROUP_BYTES, DotInfo, align16, render
+from msltrans.lower.dot.info import BYTES, DotInfo, align16, render
 from msltrans.lower.dot.simdgroup import is_zero_splat
 from msltrans.lower.dot.state import staging_source
 from msltrans.lower.emitter import WARP, Emitter
@@ -103,7 +104,7 @@ def plan(em: Emitter, info: DotInfo) -> FragPlan | None:
     b_tile = _tile(em, operand_source(em, info.b), "sb", info.in_t, info.k, info.n)
     a_bytes = _tile_bytes(a_tile) if a_tile else 0
     b_bytes = _tile_bytes(b_tile)
-    if a_bytes + b_bytes > METAL_THREADGROUP_BYTES:
+    if a_bytes + b_bytes > THREADGROUP_MEMORY_BYTES:
         return None
     return FragPlan(info.m, info.n, info.k, warps, a_regs, a_tile, b_tile, a_bytes, b_bytes)
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from msltrans.abi.limits import THREADGROUP_MEMORY_BYTES
 from msltrans.ir.model import Module, Op
 from msltrans.ir.types import ScalarType, TensorType
 from msltrans.layout import LinearLayout, decode_layout
@@ -45,7 +46,6 @@ _LANE_BASES = ((0, 2), (1, 0), (2, 0), (0, 4), (4, 0))
 _INPUTS = {"f32", "f16", "bf16"}
 _SIZE = {"f32": 4, "f16": 2, "bf16": 2}
 PAD_BYTES = 16  # staging.PAD_BYTES (not imported: staging imports the emitter)
-METAL_THREADGROUP_BYTES = 32768
 
 
 def _log2(n: int) -> int:
@@ -130,7 +130,7 @@ def eligible(op: Op, warps: int) -> tuple[int, int] | None:
         return None
     if tiles_per_warp(m, n, warps) > MAX_FRAGMENT_TILES:
         return None
-    if staged_bytes_bound(m, n, k, ea) > METAL_THREADGROUP_BYTES:
+    if staged_bytes_bound(m, n, k, ea) > THREADGROUP_MEMORY_BYTES:
         return None  # the staged paths decide (and refuse) as before
     enc = out.type.encoding or ""
     return (m, n) if enc.startswith("#ttg.blocked") else None

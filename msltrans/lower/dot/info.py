@@ -15,7 +15,6 @@ from msltrans.lower.msl_types import FP8_TYPES
 from msltrans.lower.ops_fp8 import FP8_SHORT, need_fp8_support
 from msltrans.lower.templates import environment
 
-METAL_THREADGROUP_BYTES = 32768
 _PRECISION_RE = re.compile(r"inputPrecision\s*=\s*(\w+)")
 # (input element, accumulator element) pairs Triton's tl.dot produces.
 _ALLOWED = {("f32", "f32"), ("f16", "f32"), ("f16", "f16"), ("bf16", "f32"), ("f64", "f64"),

@@ -21,9 +21,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from msltrans.abi.limits import THREADGROUP_MEMORY_BYTES
 from msltrans.ir.model import Op, Value
 from msltrans.ir.types import ScalarType, TensorType
-from msltrans.lower.dot.info import METAL_THREADGROUP_BYTES, align16
+from msltrans.lower.dot.info import align16
 from msltrans.lower.emitter import LANE, WARP, Emitter
 from msltrans.lower.ops_fp8 import need_fp8_support
 from msltrans.lower.registry import lowers
@@ -130,11 +131,11 @@ def dot_scaled(em: Emitter, op: Op) -> None:
     off_ops = off_sb + (align16(N * ks) if sb is not None else 0)
     kc = K
     while kc > 1 and off_ops + align16(M * kc * 2) + align16(kc * N * 2) > \
-            METAL_THREADGROUP_BYTES:
+            THREADGROUP_MEMORY_BYTES:
         kc //= 2
     off_b = off_ops + align16(M * kc * 2)
     total = off_b + align16(kc * N * 2)
-    if total > METAL_THREADGROUP_BYTES:
+    if total > THREADGROUP_MEMORY_BYTES:
         em.fail(f"tt.dot_scaled needs {total} bytes of threadgroup memory (Metal has 32 KB)",
                 "use smaller BLOCK_M / BLOCK_N")
     scratch = em.need_scratch(total)

@@ -8,10 +8,11 @@ import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 
+from msltrans.abi.limits import THREADGROUP_MEMORY_BYTES
 from msltrans.errors import MetalPerformanceWarning
 from msltrans.layout import LinearLayout
 from msltrans.lower.dot.fragments import MAX_FRAGMENT_TILES
-from msltrans.lower.dot.info import BYTES, METAL_THREADGROUP_BYTES, DotInfo, macros, render
+from msltrans.lower.dot.info import BYTES, DotInfo, macros, render
 from msltrans.lower.emitter import Emitter
 from msltrans.lower.unroll import MAX_UNROLLED_NEST
 
@@ -117,7 +118,7 @@ def warn_if_slow(em: Emitter, info: DotInfo) -> None:
     else:
         why = (f"no simdgroup-matrix path takes these tiles: over the fragment path's "
                f"{MAX_FRAGMENT_TILES} 8x8 accumulator tiles a simdgroup, or operand tiles over "
-               f"{METAL_THREADGROUP_BYTES // 1024} KB of threadgroup memory, or a shape "
+               f"{THREADGROUP_MEMORY_BYTES // 1024} KB of threadgroup memory, or a shape "
                "not a multiple of 8")
         change = "More warps or a smaller block lets it run on simdgroup matrices"
     warnings.warn(MetalPerformanceWarning(

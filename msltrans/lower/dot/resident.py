@@ -24,11 +24,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from msltrans.abi.limits import THREADGROUP_MEMORY_BYTES
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir.model import Op, Value
 from msltrans.lower.dot import staging
 from msltrans.lower.dot.choose import choose
-from msltrans.lower.dot.info import METAL_THREADGROUP_BYTES, DotInfo, check, render
+from msltrans.lower.dot.info import DotInfo, check, render
 from msltrans.lower.dot.simdgroup import (
     SimdPlan,
     c_tile,
@@ -173,7 +174,7 @@ def _open_scratch(em: Emitter, r: Resident) -> None:
     em.line("{")
     em.indent(1)
     scratch = em.need_scratch(min(r.plan.c_bytes(r.info.batch, r.info.m),
-                                  METAL_THREADGROUP_BYTES))
+                                  THREADGROUP_MEMORY_BYTES))
     render(em, "scratch_region", ctype="float", name="sc", scratch=scratch, byte_offset=0)
     em.line("threadgroup_barrier(mem_flags::mem_threadgroup);  // earlier scratch "
             "readers done")

@@ -3,7 +3,8 @@ layouts that do not line up with the result's (Triton's passes do not produce th
 
 from __future__ import annotations
 
-from msltrans.lower.dot.info import BYTES, METAL_THREADGROUP_BYTES, DotInfo, align16, render
+from msltrans.abi.limits import THREADGROUP_MEMORY_BYTES
+from msltrans.lower.dot.info import BYTES, DotInfo, align16, render
 from msltrans.lower.dot.registers import step_expr
 from msltrans.lower.dot.state import staging_source
 from msltrans.lower.emitter import LANE, WARP, Emitter
@@ -18,7 +19,7 @@ def scratch_bytes_ab(info: DotInfo) -> tuple[int, int]:
 
 def emit(em: Emitter, info: DotInfo) -> None:
     off_b, total = scratch_bytes_ab(info)
-    if total > METAL_THREADGROUP_BYTES:
+    if total > THREADGROUP_MEMORY_BYTES:
         em.fail(f"tt.dot operands need {total} bytes of threadgroup memory (Metal has 32 KB)",
                 "use smaller BLOCK sizes")
     scratch = em.need_scratch(total)

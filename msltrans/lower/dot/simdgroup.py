@@ -16,9 +16,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from msltrans.abi.limits import THREADGROUP_MEMORY_BYTES
 from msltrans.ir.model import Value
 from msltrans.lower.dot import staging
-from msltrans.lower.dot.info import BYTES, METAL_THREADGROUP_BYTES, DotInfo, align16, render
+from msltrans.lower.dot.info import BYTES, DotInfo, align16, render
 from msltrans.lower.dot.state import staging_source
 from msltrans.lower.emitter import WARP, Emitter
 
@@ -89,7 +90,7 @@ def plan(em: Emitter, info: DotInfo) -> SimdPlan | None:
         lda, ldb = staging.padded(k, info.in_t, pad), staging.padded(n, info.in_t, pad)
         a_bytes = align16(batch * m * lda * size)
         b_bytes = align16(batch * k * ldb * size)
-        if a_bytes + b_bytes <= METAL_THREADGROUP_BYTES:
+        if a_bytes + b_bytes <= THREADGROUP_MEMORY_BYTES:
             break
     else:
         return None
@@ -99,7 +100,7 @@ def plan(em: Emitter, info: DotInfo) -> SimdPlan | None:
     if _passes(batch, m, ldc) > _passes(batch, m, n):
         ldc = n
     ab = a_bytes + b_bytes
-    per_dot = [c for c in (ldc, n) if align16(batch * m * c * 4) + ab <= METAL_THREADGROUP_BYTES]
+    per_dot = [c for c in (ldc, n) if align16(batch * m * c * 4) + ab <= THREADGROUP_MEMORY_BYTES]
     warps = em.layout(info.out).ll.num_warps
     tm, tn = _tiles(info.m // 8, info.n // 8, info.batch, warps)
     units_n = info.n // 8 // tn
@@ -110,7 +111,7 @@ def plan(em: Emitter, info: DotInfo) -> SimdPlan | None:
 
 def _passes(batch: int, m: int, ldc: int) -> int:
     """Row passes moving an m x ldc fp32 C through scratch takes (by rows of 8)."""
-    rows = METAL_THREADGROUP_BYTES // (ldc * 4) // 8 * 8
+    rows = THREADGROUP_MEMORY_BYTES // (ldc * 4) // 8 * 8
     return -(-batch * m // rows) if rows else 1 << 30
 
 
@@ -122,11 +123,11 @@ def c_tile(info: DotInfo, p: SimdPlan, per_dot: bool = False) -> staging.Tile:
 def pass_rows(info: DotInfo, p: SimdPlan) -> list[tuple[int, int] | None]:
     """[None] when C moves through scratch at once, else the [lo, hi) row ranges of its
     passes (each a multiple of a unit's rows); [] when even that is impossible."""
-    if p.c_bytes(info.batch, info.m) <= METAL_THREADGROUP_BYTES:
+    if p.c_bytes(info.batch, info.m) <= THREADGROUP_MEMORY_BYTES:
         return [None]
     if info.batch != 1:
         return []  # batched C too large to move: the caller keeps the register path
-    rows = METAL_THREADGROUP_BYTES // (p.ldc * 4) // (8 * p.tm) * (8 * p.tm)
+    rows = THREADGROUP_MEMORY_BYTES // (p.ldc * 4) // (8 * p.tm) * (8 * p.tm)
     if rows == 0:
         return []
     return [(lo, min(lo + rows, info.m)) for lo in range(0, info.m, rows)]

@@ -16,6 +16,7 @@ import subprocess
 import warnings
 from pathlib import Path
 
+from msltrans import settings
 from msltrans.sim.cache import cache_dir, temp_output, tree_hash
 from msltrans.sim.compiler import Compiler, shell_command
 
@@ -108,7 +109,7 @@ def lanes_flags(compiler: Compiler) -> tuple[str, ...]:
 def lanes_enabled() -> bool:
     """Whether dispatches use a kernel's lanes entry where it has one: MSLTRANS_SIM_LANES
     unset or `lanes` (also on/1); `fibers` (also off/0) runs every thread on its own fiber."""
-    value = os.environ.get("MSLTRANS_SIM_LANES", "").strip().lower()
+    value = settings.text(settings.SIM_LANES).lower()
     if value in ("", "lanes", "on", "1"):
         return True
     if value in ("fibers", "off", "0"):

@@ -5,13 +5,12 @@ and a roofline estimate of their time on an Apple chip."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
-import sys
-import types
 from pathlib import Path
 from typing import Any
+
+from msltrans import settings, toolchain
+from msltrans.cli.common import fail
 
 DESCRIPTION = """\
 Run a Python program (its kernels on the CPU Metal simulator) and report, per kernel and
@@ -38,41 +37,19 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--json", metavar="PATH", help="also write the counters as JSON")
 
 
-def run_script(path: Path, argv: list[str]) -> None:
-    """Run `path` as __main__ with `argv`, its stdout sent to stderr."""
-    module = types.ModuleType("__main__")
-    module.__file__ = str(path)
-    saved = sys.argv, sys.path[:], sys.modules.get("__main__")
-    sys.argv = [str(path), *argv]
-    sys.path.insert(0, str(path.resolve().parent))
-    sys.modules["__main__"] = module
-    try:
-        code = compile(path.read_text(encoding="utf-8"), str(path), "exec")
-        with contextlib.redirect_stdout(sys.stderr):
-            exec(code, module.__dict__)
-    except SystemExit as exc:
-        if exc.code not in (None, 0):
-            raise RuntimeError(f"{path} exited with status {exc.code}") from None
-    finally:
-        sys.argv, sys.path[:] = saved[0], saved[1]
-        if saved[2] is not None:
-            sys.modules["__main__"] = saved[2]
-
-
-def main(args: argparse.Namespace, fail: Any) -> None:
+def main(args: argparse.Namespace) -> None:
     path = Path(args.file)
     if not path.is_file():
         fail(f"no such file: {path}")
     # The profiler is the simulator's: make the plugin pick it even on a Mac.
-    os.environ.setdefault("MSLTRANS_ENGINE", "sim")
-    if os.environ["MSLTRANS_ENGINE"] != "sim":
+    if settings.set_default(settings.ENGINE, "sim") != "sim":
         fail("msltrans profile runs kernels on the simulator; unset MSLTRANS_ENGINE")
     import msltrans.sim as sim
 
     script_args = args.args[1:] if args.args[:1] == ["--"] else args.args
     with sim.profile(args.chip, launches_per_kernel=args.launches or None) as prof:
         try:
-            run_script(path, script_args)
+            toolchain.run_script(path, script_args)
         except Exception as exc:  # the user's program: report, don't trace back
             fail(f"running {path} failed: {type(exc).__name__}: {exc}")
     kernels = prof.kernels

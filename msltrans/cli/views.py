@@ -1,20 +1,24 @@
 """`msltrans dump --html OUT.html` and `msltrans layout`: the teaching views' command line.
 
-`msltrans.cli` only registers these (`add_layout_parser`, the dump's `--html` flag) and hands
+`msltrans.cli.main` registers these (`add_layout_parser`, the dump's `--html` flag) and hands
 the parsed arguments to `run`; errors are one line on stderr and exit status 1, as for dump.
+`capture(args)` compiles as `msltrans dump` does (same flags, msltrans.toolchain) and keeps
+what the views show (msltrans.teach.capture.Capture).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
-from msltrans import cli
+from msltrans import settings, toolchain
+from msltrans.cli import dump
+from msltrans.cli.common import describe, fail, fp_fusion
 from msltrans.errors import MetalNonRecoverableError
+from msltrans.teach.capture import Capture, from_compiled, from_launch
 
 LAYOUT_EPILOG = """\
 examples:
@@ -67,7 +71,7 @@ def add_layout_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run `layout` or `dump --html`, reporting errors as `msltrans dump` does."""
     action = _layout if args.command == "layout" else _dump_html
-    if os.environ.get("MSLTRANS_TRACEBACK"):
+    if settings.is_set(settings.TRACEBACK):
         return action(args)
     try:
         return action(args)
@@ -75,13 +79,12 @@ def run(args: argparse.Namespace) -> int:
         raise
     except (MetalNonRecoverableError, ValueError, KeyError, TypeError, AssertionError,
             RuntimeError, OSError) as exc:
-        cli._fail(cli._describe(exc))
+        fail(describe(exc))
     except Exception as exc:  # Triton's errors and friends
-        cli._fail(f"{type(exc).__name__}: {cli._describe(exc)}")
+        fail(f"{type(exc).__name__}: {describe(exc)}")
 
 
 def _dump_html(args: argparse.Namespace) -> int:
-    from msltrans.teach.capture import capture
     from msltrans.teach.page import build_page
 
     out = Path(args.html)
@@ -96,22 +99,52 @@ def _dump_html(args: argparse.Namespace) -> int:
     return 0
 
 
+def capture(args: argparse.Namespace) -> Capture:
+    """Compile as `msltrans dump` would (same kernel selection and flags); a refusal does
+    not stop the capture: the page shows it at its source line."""
+    path = Path(args.file)
+    if not path.is_file():
+        fail(f"no such file: {path}")
+    options = {"enable_fp_fusion": fp_fusion(args)}
+    if path.suffix == ".ttgir":
+        out = toolchain.compile_kernel(path, options=options, chip=args.chip, partial=True)
+        return from_compiled(path, out, f"lowered from the saved TTGIR {path.name}")
+    fn = toolchain.load_kernel(path, args.kernel)
+    try:
+        assumed = dump.assume(args, fn)
+    except dump.signature.MissingSpecialization as missing:
+        if args.signature or args.constexpr or not toolchain.runs_as_script(path):
+            fail(str(missing))
+        kernel = toolchain.first_launch(path, fn)
+        if kernel is None:
+            fail(f"{path} ran but never launched `{fn.__name__}`: pass --signature/--constexpr")
+        return from_launch(path, fn.__name__, kernel)
+    signature, constexprs = assumed.signature, assumed.constexprs
+    out = toolchain.compile_kernel(
+        fn, signature, constexprs, num_warps=args.num_warps or 4,
+        attrs=assumed.attrs(list(fn.arg_names)), options=options, chip=args.chip, partial=True)
+    note = "compiled for " + ", ".join(
+        f"{k}={constexprs[k]!r}" if k in constexprs else f"{k}: {t}"
+        for k, t in signature.items())
+    return from_compiled(path, out, note, fn)
+
+
 # ---- msltrans layout -----------------------------------------------------------------------
 
 def _parse_shape(text: str | None) -> tuple[int, ...]:
     if not text:
-        cli._fail("an encoding needs --shape (e.g. --shape 32x64), or give it as "
+        fail("an encoding needs --shape (e.g. --shape 32x64), or give it as "
                   "tensor<32x64xf32, ENCODING>")
     try:
         shape = tuple(int(s) for s in re.split(r"[x,]", text.strip()) if s.strip())
     except ValueError:
-        cli._fail(f"--shape {text!r}: expected sizes like 32x64")
+        fail(f"--shape {text!r}: expected sizes like 32x64")
     return _checked(shape, text)
 
 
 def _checked(shape: tuple[int, ...], text: str) -> tuple[int, ...]:
     if not shape or any(s <= 0 or s & (s - 1) for s in shape):
-        cli._fail(f"shape {text!r}: sizes must be powers of two, as Triton's tensors are")
+        fail(f"shape {text!r}: sizes must be powers of two, as Triton's tensors are")
     return shape
 
 
@@ -125,14 +158,14 @@ def _from_encoding(args: argparse.Namespace) -> Todo:
     if text.startswith("tensor<"):
         t = parse_type(text)
         if not isinstance(t, TensorType) or not t.encoding:
-            cli._fail(f"{text[:60]!r} is not a tensor type with an encoding")
+            fail(f"{text[:60]!r} is not a tensor type with an encoding")
         enc, shape = t.encoding, _checked(tuple(t.shape), "x".join(map(str, t.shape)))
         if args.shape and _parse_shape(args.shape) != shape:
-            cli._fail(f"--shape {args.shape} differs from the tensor type's {shape}")
+            fail(f"--shape {args.shape} differs from the tensor type's {shape}")
     else:
         enc, shape = text, _parse_shape(args.shape)
     if re.fullmatch(r"#\w+", enc):
-        cli._fail(f"{enc} is an alias: pass the encoding it stands for (the module's "
+        fail(f"{enc} is an alias: pass the encoding it stands for (the module's "
                   f"`{enc} = #ttg...` line)")
     kind = re.match(r"#ttg\.(\w+)", enc)
     name = kind.group(1) if kind else "layout"
@@ -141,20 +174,19 @@ def _from_encoding(args: argparse.Namespace) -> Todo:
 
 
 def _from_kernel(args: argparse.Namespace) -> Todo:
-    from msltrans.teach.capture import capture
     from msltrans.teach.values import layout_uses, read_module_text, tensor_values
 
     args.file = args.source
     cap = capture(args)
     if cap.ttgir is None:
         assert cap.refusal is not None
-        cli._fail(cap.refusal.message)
+        fail(cap.refusal.message)
     module = read_module_text(cap.ttgir)
     uses = layout_uses(cap.ttgir, module)
     if args.value is not None:
         names = sorted({v.name for v, _ in tensor_values(module) if v.name})
         if args.value not in names:
-            cli._fail(f"kernel `{cap.kernel}` has no tensor value named {args.value!r}; it has: "
+            fail(f"kernel `{cap.kernel}` has no tensor value named {args.value!r}; it has: "
                       f"{', '.join(names) or 'none'}")
         uses = [u for u in uses if args.value in u.values]
     if args.shape:
@@ -162,7 +194,7 @@ def _from_kernel(args: argparse.Namespace) -> Todo:
         have = sorted({u.shape_text for u in uses})
         uses = [u for u in uses if u.shape == shape]
         if not uses:
-            cli._fail(f"no {'value ' + repr(args.value) if args.value else 'tensor'} of shape "
+            fail(f"no {'value ' + repr(args.value) if args.value else 'tensor'} of shape "
                       f"{args.shape}; shapes: {', '.join(have)}")
     out = []
     for u in uses:
@@ -184,12 +216,12 @@ def _layout(args: argparse.Namespace) -> int:
 
     is_text = args.source.lstrip().startswith(("#", "tensor<"))
     if is_text and args.value:
-        cli._fail("--value names a value of a kernel; an encoding has none")
+        fail("--value names a value of a kernel; an encoding has none")
     todo = _from_encoding(args) if is_text else _from_kernel(args)
     out = Path(args.out)
     one_file = out.suffix.lower() in (".png", ".svg")
     if one_file and len(todo) != 1:
-        cli._fail(f"{len(todo)} layouts to draw: give -o a directory, not {out.name}")
+        fail(f"{len(todo)} layouts to draw: give -o a directory, not {out.name}")
     for stem, enc, shape, title in todo:
         own = Ownership(decode_layout(enc, shape))
         fig, _ = draw.draw(own, title, f"{enc}\n{own.summary()}")

@@ -1,7 +1,9 @@
-"""Which Inductor kernels ran through msltrans: a launch count per kernel name.
+"""A launcher that counts its launches per kernel name.
 
-A model that ran only aten kernels proves nothing about msltrans, so the route counts the
-Triton kernels it actually dispatched (`msltrans.inductor.launches()`), per process.
+The torch.compile route (msltrans.inductor) needs to know which Triton kernels actually ran
+through msltrans (a model that ran only aten kernels proves nothing about msltrans), so the
+plugin's driver gives the kernels Inductor compiled for CPU or MPS tensors this launcher;
+`msltrans.inductor.launches()` reads the counts, per process.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ _lock = threading.Lock()
 _counts: collections.Counter[str] = collections.Counter()
 
 
-class InductorLauncher(Launcher):
-    """The launcher of a kernel Inductor compiled for CPU or MPS tensors."""
+class CountingLauncher(Launcher):
+    """A `Launcher` that counts every launch with a non-empty grid under the kernel's name."""
 
     def __call__(self, grid_x: int, grid_y: int, grid_z: int, *rest: Any) -> None:
         super().__call__(grid_x, grid_y, grid_z, *rest)

@@ -25,9 +25,8 @@ import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from msltrans.abi.limits import SET_BYTES_LIMIT
 from msltrans.errors import MetalNonRecoverableError
-
-SET_BYTES_LIMIT = 4096  # Apple: setBytes is for data smaller than 4 KB
 
 _INT_BITS = {"i8": 8, "u8": 8, "i16": 16, "u16": 16, "i32": 32, "u32": 32, "i64": 64,
              "u64": 64}
