@@ -61,7 +61,7 @@ def _tutorial_attention(head: int, causal: bool, bm: int = 64) -> Callable[[], M
     """The tutorial-06-shaped forward (tests/e2e/workloads: device tensor descriptors, the
     online softmax in a helper, causal as two sweeps)."""
     def build() -> MslProgram:
-        from tests.e2e.workloads.test_attention import flash_attn_fwd
+        from msltrans.workloads.attention import flash_attn_fwd
 
         args = dict(sm_scale=Arg("fp32", 0.125), lse_ptr=P32, Z=_i(4), H=_i(16), q=P16,
                     k=P16, v=P16, o=P16, N_CTX=_i(4096))

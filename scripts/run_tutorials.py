@@ -41,10 +41,10 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from conformance.portable import portable_argv as _portable_argv
+from conformance.portable import tree_commit
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts" / "conformance"))
-from portable import portable_argv as _portable_argv  # noqa: E402
-from portable import tree_commit  # noqa: E402
 
 
 def _tree_label(src: Path) -> str:

@@ -5,15 +5,10 @@ re-record with `python benchmarks/codegen_stats.py --write-baseline` (and say wh
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.codegen_stats import k_step_text, register_words  # noqa: E402
-from benchmarks.codegen_workloads import WORKLOADS, check, load_baseline, measure  # noqa: E402
+from benchmarks.codegen_stats import k_step_text, register_words
+from benchmarks.codegen_workloads import WORKLOADS, check, load_baseline, measure
 
 
 @pytest.fixture(scope="module")

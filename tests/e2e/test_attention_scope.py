@@ -283,7 +283,7 @@ def compile_case(c: Attn, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                                     qk_scale=qk_scale, heads=c.heads, kv_heads=c.kv_heads)
         cx = dict(HEAD=c.head, BM=c.bm, BN=c.bn, CAUSAL=c.causal, WINDOW=c.window)
         return compile_attention(plain_attention, args, cx, c.warps), args, qk_scale
-    from tests.e2e.workloads.test_attention import flash_attn_fwd
+    from msltrans.workloads.attention import flash_attn_fwd
 
     # the kernel folds sm_scale * 1.44269504 in fp32
     qk_scale = float(np.float32(np.float32(sm_scale) * np.float32(1.44269504)))
