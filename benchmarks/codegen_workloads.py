@@ -74,8 +74,9 @@ WORKLOADS: list[tuple[str, Callable[[], MslProgram]]] = [
     ("01 vector add fp32 w4", lambda: compile_specialised(
         K.vadd, dict(a_ptr=P32, b_ptr=P32, out_ptr=P32, n=_i(1 << 20)), dict(BLOCK=1024), 4)),
     ("02 softmax fp32 4096 w8", lambda: compile_specialised(
-        K.row_softmax, dict(out_ptr=P32, in_ptr=P32, in_stride=_i(4096), out_stride=_i(4096),
-                            rows=_i(4096), cols=_i(4096)), dict(BLOCK=4096), 8)),
+        K.row_softmax_kernel, dict(out_ptr=P32, in_ptr=P32, in_stride=_i(4096),
+                                   out_stride=_i(4096), n_rows=_i(4096), n_cols=_i(4096)),
+        dict(BLOCK=4096, STAGES=None), 8)),
     ("03 matmul fp16 64x64x32 w4", _matmul(P16, 64, 64, 32, 4)),
     ("03 matmul fp32 64x64x32 w4", _matmul(P32, 64, 64, 32, 4)),
     ("03 matmul fp16 128x64x32 w4", _matmul(P16, 128, 64, 32, 4)),

@@ -166,10 +166,10 @@ def _vadd(n: int) -> Size:
 def _softmax(rows: int, cols: int, programs: int) -> Size:
     launch = Launch((programs, 1, 1),
                     {"out_ptr": "y", "in_ptr": "x", "in_stride": cols, "out_stride": cols,
-                     "rows": rows, "cols": cols},
+                     "n_rows": rows, "n_cols": cols},
                     {"out_ptr": "*fp32", "in_ptr": "*fp32", "in_stride": "i32",
-                     "out_stride": "i32", "rows": "i32", "cols": "i32"},
-                    {"BLOCK": cols}, 8)
+                     "out_stride": "i32", "n_rows": "i32", "n_cols": "i32"},
+                    {"BLOCK": cols, "STAGES": None}, 8)
     hand = Hand("softmax.metal", "softmax", 256, {"COLS": str(cols)}, (programs, 1, 1),
                 ["y", "x", ("i32", rows)], exact=False)
     return Size({"x": ("*fp32", (rows, cols)), "y": ("*fp32", (rows, cols))}, ("y",), launch,
@@ -302,7 +302,7 @@ def _attn_cases() -> list[Case]:
 CASES = [
     Case("vector add fp32", "vadd", "GB/s", _vadd(1 << 16), _vadd(1 << 26), True, _ref_vadd,
          1e-6, ">= 0.95 of Triton"),
-    Case("softmax fp32 4096 cols, 8 warps", "row_softmax", "GB/s", _softmax(64, 4096, 32),
+    Case("softmax fp32 4096 cols, 8 warps", "row_softmax_kernel", "GB/s", _softmax(64, 4096, 32),
          _softmax(4096, 4096, 528), False, _ref_softmax, 1e-5, ">= 0.95 of Triton"),
     Case("layer norm fwd fp16 8192x4096", "layer_norm_rows", "GB/s",
          _layer_norm(32, 4096, "*fp16"), _layer_norm(8192, 4096, "*fp16"), False,

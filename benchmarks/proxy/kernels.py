@@ -4,10 +4,9 @@ Each one does the work of a common Triton program (the shapes of Triton's tutori
 03 and 05, and a row reduction) with the same stress on the compiler: 1-D and 2-D blocked
 layouts, masks on ragged edges, loops over column blocks, a K loop with a grouped program
 order. They run unchanged on Triton's CUDA backend (the reference side of the GPU proxy) and
-through msltrans. The attention kernels are not written here: `attn_fwd`
-(msltrans/workloads/attention_plain.py) and the tutorial-06-shaped `flash_attn_fwd`
-(msltrans/workloads/attention.py) are the workloads' own, so the proxy times exactly the
-kernels the tests check.
+through msltrans. The softmax and attention kernels are not written here: they are the
+shared workloads' (msltrans/workloads: `row_softmax_kernel`, `attn_fwd`, the tutorial-06
+`flash_attn_fwd`), so the proxy times exactly the kernels the tests check.
 """
 
 from __future__ import annotations
@@ -15,10 +14,11 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-# The attention rows: the plain forward and tutorial 06's (device tensor descriptors, the
-# online softmax in a helper, causal as two sweeps, O and the row statistic written).
-from msltrans.workloads.attention import flash_attn_fwd  # noqa: F401 - cases name them
+# The workloads' own kernels the proxy's cases name (getattr on this module): the plain and
+# tutorial 06's attention forwards, tutorial 02's row softmax.
+from msltrans.workloads.attention import flash_attn_fwd  # noqa: F401
 from msltrans.workloads.attention_plain import attn_fwd  # noqa: F401
+from msltrans.workloads.softmax_layernorm import row_softmax_kernel  # noqa: F401
 
 
 @triton.jit
@@ -31,21 +31,6 @@ def vadd(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
     b = tl.load(b_ptr + idx, mask=keep)
     tl.store(out_ptr + idx, a + b, mask=keep)
 
-
-@triton.jit
-def row_softmax(out_ptr, in_ptr, in_stride, out_stride, rows, cols, BLOCK: tl.constexpr):
-    # One whole row per step, programs striding over the rows; -inf pads the ragged tail so it
-    # drops out of both the max and the sum.
-    first = tl.program_id(0)
-    step = tl.num_programs(0)
-    lanes = tl.arange(0, BLOCK)
-    inside = lanes < cols
-    for r in tl.range(first, rows, step):
-        x = tl.load(in_ptr + r * in_stride + lanes, mask=inside, other=-float("inf"))
-        shifted = x - tl.max(x, axis=0)
-        e = tl.exp(shifted)
-        total = tl.sum(e, axis=0)
-        tl.store(out_ptr + r * out_stride + lanes, e / total, mask=inside)
 
 
 @triton.jit
