@@ -46,8 +46,8 @@ def _matmul(dtype: Arg, bm: int, bn: int, bk: int, warps: int) -> Callable[[], M
 
 def _layer_norm(dtype: Arg) -> Callable[[], MslProgram]:
     args = dict(x_ptr=dtype, y_ptr=dtype, w_ptr=dtype, b_ptr=dtype, mean_ptr=P32, rstd_ptr=P32,
-                stride=_i(4096), cols=_i(4096), eps=Arg("fp32", 1e-5))
-    return lambda: compile_specialised(K.layer_norm_rows, args, dict(BLOCK=1024), 8)
+                row_stride=_i(4096), N=_i(4096), eps=Arg("fp32", 1e-5))
+    return lambda: compile_specialised(K.layer_norm_fwd_rows, args, dict(BLOCK=1024), 8)
 
 
 def _attention(head: int, bm: int, bn: int, warps: int, causal: bool) -> Callable[[], MslProgram]:

@@ -1,7 +1,7 @@
 """The static codegen measures (benchmarks/codegen_stats.py, table 1) against the committed
 baseline: a change that scalarises an access, leaves a register array in memory, adds a
 barrier to a hot loop or grows threadgroup memory fails here. After an intended change,
-re-record with `python benchmarks/codegen_stats.py --write-baseline` (and say why)."""
+re-record with `python -m benchmarks.codegen_stats --write-baseline` (and say why)."""
 
 from __future__ import annotations
 

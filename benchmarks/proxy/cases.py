@@ -180,10 +180,10 @@ def _layer_norm(rows: int, cols: int, dtype: str) -> Size:
     eb = 2 if dtype == "*fp16" else 4
     launch = Launch((rows, 1, 1),
                     {"x_ptr": "x", "y_ptr": "y", "w_ptr": "w", "b_ptr": "b",
-                     "mean_ptr": "mean", "rstd_ptr": "rstd", "stride": cols, "cols": cols,
+                     "mean_ptr": "mean", "rstd_ptr": "rstd", "row_stride": cols, "N": cols,
                      "eps": 1e-5},
                     {"x_ptr": dtype, "y_ptr": dtype, "w_ptr": dtype, "b_ptr": dtype,
-                     "mean_ptr": "*fp32", "rstd_ptr": "*fp32", "stride": "i32", "cols": "i32",
+                     "mean_ptr": "*fp32", "rstd_ptr": "*fp32", "row_stride": "i32", "N": "i32",
                      "eps": "fp32"}, {"BLOCK": 1024}, 8)
     inputs = {"x": (dtype, (rows, cols)), "y": (dtype, (rows, cols)), "w": (dtype, (cols,)),
               "b": (dtype, (cols,)), "mean": ("*fp32", (rows,)), "rstd": ("*fp32", (rows,))}
@@ -304,10 +304,10 @@ CASES = [
          1e-6, ">= 0.95 of Triton"),
     Case("softmax fp32 4096 cols, 8 warps", "row_softmax_kernel", "GB/s", _softmax(64, 4096, 32),
          _softmax(4096, 4096, 528), False, _ref_softmax, 1e-5, ">= 0.95 of Triton"),
-    Case("layer norm fwd fp16 8192x4096", "layer_norm_rows", "GB/s",
+    Case("layer norm fwd fp16 8192x4096", "layer_norm_fwd_rows", "GB/s",
          _layer_norm(32, 4096, "*fp16"), _layer_norm(8192, 4096, "*fp16"), False,
          _ref_layer_norm, 2e-3, ">= 0.95 of Triton"),
-    Case("layer norm fwd fp32 8192x4096", "layer_norm_rows", "GB/s",
+    Case("layer norm fwd fp32 8192x4096", "layer_norm_fwd_rows", "GB/s",
          _layer_norm(32, 4096, "*fp32"), _layer_norm(8192, 4096, "*fp32"), False,
          _ref_layer_norm, 1e-5, ">= 0.95 of Triton"),
     Case("row sum fp32 16384x4096", "row_sums", "GB/s", _rowsum(64, 4096),

@@ -4,9 +4,10 @@ Each one does the work of a common Triton program (the shapes of Triton's tutori
 03 and 05, and a row reduction) with the same stress on the compiler: 1-D and 2-D blocked
 layouts, masks on ragged edges, loops over column blocks, a K loop with a grouped program
 order. They run unchanged on Triton's CUDA backend (the reference side of the GPU proxy) and
-through msltrans. The softmax and attention kernels are not written here: they are the
-shared workloads' (msltrans/workloads: `row_softmax_kernel`, `attn_fwd`, the tutorial-06
-`flash_attn_fwd`), so the proxy times exactly the kernels the tests check.
+through msltrans. The softmax, layer-norm and attention kernels are not written here: they
+are the shared workloads' (msltrans/workloads: `row_softmax_kernel`, `layer_norm_fwd_rows`,
+`attn_fwd`, the tutorial-06 `flash_attn_fwd`), so the proxy times exactly the kernels the
+tests check.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ import triton
 import triton.language as tl
 
 # The workloads' own kernels the proxy's cases name (getattr on this module): the plain and
-# tutorial 06's attention forwards, tutorial 02's row softmax.
+# tutorial 06's attention forwards, tutorial 02's row softmax, tutorial 05's layer norm.
 from msltrans.workloads.attention import flash_attn_fwd  # noqa: F401
 from msltrans.workloads.attention_plain import attn_fwd  # noqa: F401
-from msltrans.workloads.softmax_layernorm import row_softmax_kernel  # noqa: F401
+from msltrans.workloads.softmax_layernorm import layer_norm_fwd_rows, row_softmax_kernel  # noqa: F401
 
 
 @triton.jit
@@ -32,37 +33,6 @@ def vadd(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + idx, a + b, mask=keep)
 
 
-
-@triton.jit
-def layer_norm_rows(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, stride, cols, eps,
-                    BLOCK: tl.constexpr):
-    # One row per program in BLOCK-wide column chunks: a pass for the mean, one for the
-    # variance, one to normalise, scale and shift (statistics in fp32 whatever the storage).
-    r = tl.program_id(0)
-    x_row = x_ptr + r * stride
-    y_row = y_ptr + r * stride
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for c0 in range(0, cols, BLOCK):
-        c = c0 + tl.arange(0, BLOCK)
-        acc += tl.load(x_row + c, mask=c < cols, other=0.0).to(tl.float32)
-    mu = tl.sum(acc, axis=0) / cols
-    sq = tl.zeros([BLOCK], dtype=tl.float32)
-    for c0 in range(0, cols, BLOCK):
-        c = c0 + tl.arange(0, BLOCK)
-        v = tl.load(x_row + c, mask=c < cols, other=0.0).to(tl.float32)
-        d = tl.where(c < cols, v - mu, 0.0)
-        sq += d * d
-    inv = 1 / tl.sqrt(tl.sum(sq, axis=0) / cols + eps)
-    tl.store(mean_ptr + r, mu)
-    tl.store(rstd_ptr + r, inv)
-    for c0 in range(0, cols, BLOCK):
-        c = c0 + tl.arange(0, BLOCK)
-        inb = c < cols
-        g = tl.load(w_ptr + c, mask=inb)
-        h = tl.load(b_ptr + c, mask=inb)
-        v = tl.load(x_row + c, mask=inb, other=0.0).to(tl.float32)
-        out = (v - mu) * inv * g + h
-        tl.store(y_row + c, out.to(y_ptr.dtype.element_ty), mask=inb)
 
 
 @triton.jit
