@@ -58,7 +58,7 @@ def _attention(head: int, bm: int, bn: int, warps: int, causal: bool) -> Callabl
 
 
 def _tutorial_attention(head: int, causal: bool, bm: int = 64) -> Callable[[], MslProgram]:
-    """The tutorial-06-shaped forward (tests/e2e/workloads: device tensor descriptors, the
+    """The tutorial-06-shaped forward (msltrans/workloads/attention.py: device descriptors, the
     online softmax in a helper, causal as two sweeps)."""
     def build() -> MslProgram:
         from msltrans.workloads.attention import flash_attn_fwd

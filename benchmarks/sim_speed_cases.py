@@ -1,5 +1,5 @@
 """The kernels benchmarks/sim_speed.py times: the project's own kernels for the workloads of
-Triton's tutorials 01, 02, 05 and 06 (examples/vector_add.py, tests/e2e/workloads) and the
+Triton's tutorials 01, 02, 05 and 06 (examples/vector_add.py, msltrans/workloads) and the
 ieee matmul of msltrans/workloads/dot_kernels.py, on the same inputs for every engine (the CPU Metal
 simulator and `TRITON_INTERPRET=1`).
 

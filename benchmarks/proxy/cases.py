@@ -267,7 +267,7 @@ def _attn_plain(z: int, h: int, n: int, d: int, causal: bool) -> Size:
 
 
 def _attn_tutorial(z: int, h: int, n: int, d: int, causal: bool) -> Size:
-    """tests/e2e/workloads/test_attention.py's flash_attn_fwd (tutorial 06's shape): device
+    """msltrans/workloads/attention.py's flash_attn_fwd (tutorial 06's shape): device
     tensor descriptors, O and the row statistic; the hand kernel writes both too."""
     def launch(bm: int, bn: int) -> Launch:
         return Launch((n // bm, z * h, 1),

@@ -7,7 +7,7 @@ Kernels:
   K/V head h // (heads // kv_heads) of its batch), an optional sliding window (WINDOW > 0:
   causal keeps q − WINDOW < key ≤ q, non-causal |q − key| < WINDOW), ragged sequence lengths
   (masked loads, -inf scores) and a guard for rows that have seen no key yet;
-- `flash_attn_fwd` (tests/e2e/workloads/test_attention.py): tutorial 06's shape (device
+- `flash_attn_fwd` (msltrans/workloads/attention.py): tutorial 06's shape (device
   tensor descriptors, causal as two sweeps), fp16, lengths a multiple of BLOCK_M.
 The hand-written reference of the GPU proxy (benchmarks/proxy/reference/attention.metal) is
 checked here too, so the benchmark's yardstick cannot rot.
