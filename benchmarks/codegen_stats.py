@@ -39,22 +39,18 @@ Table 2, tt.dot kernels on the path the lowering picks and on the forced fallbac
   regs/step   ... declared inside one K step (the loop body)
   fma/thr     fma links one thread runs per tt.dot on the register/scratch paths
 
-    python benchmarks/codegen_stats.py                 # both tables
-    python benchmarks/codegen_stats.py --check         # exit 1 on a regression of table 1
-    python benchmarks/codegen_stats.py --write-baseline  # after an intended change
+    python -m benchmarks.codegen_stats                 # both tables
+    python -m benchmarks.codegen_stats --check         # exit 1 on a regression of table 1
+    python -m benchmarks.codegen_stats --write-baseline  # after an intended change
 """
 
 from __future__ import annotations
 
 import argparse
 import re
-import sys
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' kernels
-
-from benchmarks.codegen_workloads import (  # noqa: E402
+from benchmarks.codegen_workloads import (
     BASELINE,
     WORKLOADS,
     check,
@@ -62,14 +58,14 @@ from benchmarks.codegen_workloads import (  # noqa: E402
     measure,
     write_baseline,
 )
-from msltrans.lower import MslProgram  # noqa: E402
-from tests.e2e.dot_kernels import (  # noqa: E402
+from msltrans.lower import MslProgram
+from msltrans.workloads.dot_kernels import (
     batched_dot_kernel,
     chained_dot_kernel,
     k_loop_variant_kernel,
 )
-from tests.e2e.dot_support import compile_with, dot_stats  # noqa: E402
-from tests.e2e.workloads.grouped_matmul import grouped_matmul_kernel  # noqa: E402
+from msltrans.workloads.grouped_matmul import grouped_matmul_kernel
+from tests.e2e.dot_support import compile_with, dot_stats
 
 _WORD_BYTES = {"bool": 1, "char": 1, "uchar": 1, "short": 2, "ushort": 2, "half": 2,
                "bfloat": 2, "int": 4, "uint": 4, "float": 4, "long": 8, "ulong": 8}

@@ -46,8 +46,8 @@ def _matmul(dtype: Arg, bm: int, bn: int, bk: int, warps: int) -> Callable[[], M
 
 def _layer_norm(dtype: Arg) -> Callable[[], MslProgram]:
     args = dict(x_ptr=dtype, y_ptr=dtype, w_ptr=dtype, b_ptr=dtype, mean_ptr=P32, rstd_ptr=P32,
-                stride=_i(4096), cols=_i(4096), eps=Arg("fp32", 1e-5))
-    return lambda: compile_specialised(K.layer_norm_rows, args, dict(BLOCK=1024), 8)
+                row_stride=_i(4096), N=_i(4096), eps=Arg("fp32", 1e-5))
+    return lambda: compile_specialised(K.layer_norm_fwd_rows, args, dict(BLOCK=1024), 8)
 
 
 def _attention(head: int, bm: int, bn: int, warps: int, causal: bool) -> Callable[[], MslProgram]:
@@ -58,10 +58,10 @@ def _attention(head: int, bm: int, bn: int, warps: int, causal: bool) -> Callabl
 
 
 def _tutorial_attention(head: int, causal: bool, bm: int = 64) -> Callable[[], MslProgram]:
-    """The tutorial-06-shaped forward (tests/e2e/workloads: device tensor descriptors, the
+    """The tutorial-06-shaped forward (msltrans/workloads/attention.py: device descriptors, the
     online softmax in a helper, causal as two sweeps)."""
     def build() -> MslProgram:
-        from tests.e2e.workloads.test_attention import flash_attn_fwd
+        from msltrans.workloads.attention import flash_attn_fwd
 
         args = dict(sm_scale=Arg("fp32", 0.125), lse_ptr=P32, Z=_i(4), H=_i(16), q=P16,
                     k=P16, v=P16, o=P16, N_CTX=_i(4096))
@@ -74,8 +74,9 @@ WORKLOADS: list[tuple[str, Callable[[], MslProgram]]] = [
     ("01 vector add fp32 w4", lambda: compile_specialised(
         K.vadd, dict(a_ptr=P32, b_ptr=P32, out_ptr=P32, n=_i(1 << 20)), dict(BLOCK=1024), 4)),
     ("02 softmax fp32 4096 w8", lambda: compile_specialised(
-        K.row_softmax, dict(out_ptr=P32, in_ptr=P32, in_stride=_i(4096), out_stride=_i(4096),
-                            rows=_i(4096), cols=_i(4096)), dict(BLOCK=4096), 8)),
+        K.row_softmax_kernel, dict(out_ptr=P32, in_ptr=P32, in_stride=_i(4096),
+                                   out_stride=_i(4096), n_rows=_i(4096), n_cols=_i(4096)),
+        dict(BLOCK=4096, STAGES=None), 8)),
     ("03 matmul fp16 64x64x32 w4", _matmul(P16, 64, 64, 32, 4)),
     ("03 matmul fp32 64x64x32 w4", _matmul(P32, 64, 64, 32, 4)),
     ("03 matmul fp16 128x64x32 w4", _matmul(P16, 128, 64, 32, 4)),

@@ -1,7 +1,7 @@
 """Compile and start-up times of the simulator path (the second half of sim_speed.py).
 
 - a small MSL kernel: cold compile (fresh source), cached load in a fresh process;
-- the bitonic top-k of benchmarks/topk_kernel.py at 512 and 1024 wide, cold (fresh
+- the bitonic top-k of msltrans/workloads/topk_kernel.py at 512 and 1024 wide, cold (fresh
   Triton and simulator caches, in a subprocess): Triton's front end to TTGIR, msltrans's
   TTGIR -> MSL, and clang (the three-step compile of msltrans/sim/large.py, and the
   one-step -O2 compile it replaces, for comparison);
@@ -40,7 +40,7 @@ n, one_step = int(sys.argv[1]), sys.argv[2] == "1"
 import msltrans.sim as sim
 import msltrans.sim.large as large
 from msltrans import toolchain
-from benchmarks.topk_kernel import topk_kernel
+from msltrans.workloads.topk_kernel import topk_kernel
 if one_step:
     large.LARGE_KERNEL_LOOPS = 10**9
 sig = {"x_ptr": "*fp32", "values_ptr": "*fp32", "indices_ptr": "*i32"}
@@ -168,6 +168,4 @@ def compile_table() -> None:
 
 
 if __name__ == "__main__":
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
     compile_table()

@@ -72,7 +72,7 @@ kernel void mma_chain(device float *out [[buffer(0)]], constant uint &n [[buffer
     simdgroup_store(c, out + (group * sgs + sg) * 64u, 8);
 }
 
-// The matmul's inner loop (tests/e2e/dot_kernels.py's ieee matmul, simdgroup path): per
+// The matmul's inner loop (msltrans/workloads/dot_kernels.py's ieee matmul, simdgroup path): per
 // step, 4 + 4 operands loaded from threadgroup memory and a 4x4 grid of accumulator tiles
 // (a = b = identity / 2, so every tile is exactly n / 4 times the identity).
 kernel void mma_tiles(device float *out [[buffer(0)]], constant uint &n [[buffer(1)]],

@@ -1,6 +1,6 @@
 """Speed of the CPU Metal simulator against Triton's interpreter, side by side in one run.
 
-    python benchmarks/sim_speed.py [--repeat 3] [--only matmul attention] [--skip-compile]
+    python -m benchmarks.sim_speed [--repeat 3] [--only matmul attention] [--skip-compile]
                                    [--fibers]
 
 Kernels: those of benchmarks/sim_speed_cases.py (tutorial workloads) on the same inputs, run by
@@ -163,6 +163,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
     main()

@@ -1,6 +1,6 @@
 """The kernels benchmarks/sim_speed.py times: the project's own kernels for the workloads of
-Triton's tutorials 01, 02, 05 and 06 (examples/vector_add.py, tests/e2e/workloads) and the
-ieee matmul of tests/e2e/dot_kernels.py, on the same inputs for every engine (the CPU Metal
+Triton's tutorials 01, 02, 05 and 06 (examples/vector_add.py, msltrans/workloads) and the
+ieee matmul of msltrans/workloads/dot_kernels.py, on the same inputs for every engine (the CPU Metal
 simulator and `TRITON_INTERPRET=1`).
 
 Each case builds its inputs once (seeded), runs the kernel(s) once per call, and checks
@@ -9,21 +9,15 @@ the result against torch (a wrong result must never be timed as a fast one).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 import triton
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from examples.vector_add import vector_add_kernel  # noqa: E402
-from tests.e2e.dot_kernels import matmul_f32_kernel  # noqa: E402
-from tests.e2e.workloads.test_attention import attn_forward, inputs, reference  # noqa: E402
-from tests.e2e.workloads.test_softmax_layernorm import (  # noqa: E402
+from examples.vector_add import vector_add_kernel
+from msltrans.workloads.attention import attn_forward, inputs, reference
+from msltrans.workloads.dot_kernels import matmul_f32_kernel
+from msltrans.workloads.softmax_layernorm import (
     layer_norm_bwd_dx_rows,
     layer_norm_bwd_sum_groups,
     layer_norm_fwd_rows,

@@ -5,19 +5,16 @@ with an exact fma (tests/support/fma.py) against math.erf:
     |x| <= CUT:        erf(x) = x + x * p(x**2)          (p fits erf(x)/x - 1)
     CUT < |x| < 3.93:  erf(x) = 1 - exp(q(|x|))          (q fits log(erfc(x)))
     |x| >= 3.93:       erf(x) = ±1 (the float32 rounding of erf there)
-Run: python scripts/fit_erf.py  — prints the coefficients and the max error in ULP.
+Run: python -m scripts.fit_erf  — prints the coefficients and the max error in ULP.
 """
 
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.support.fma import fma_f32  # noqa: E402
+from tests.support.fma import fma_f32
 
 CUT, TOP = 0.875, 3.93
 f32 = np.float32

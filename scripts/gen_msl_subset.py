@@ -10,10 +10,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from msltrans import msl_subset, msl_version
 
-from msltrans import msl_subset, msl_version  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 OUT = ROOT / "docs" / "msl-subset.md"
 

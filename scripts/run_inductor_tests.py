@@ -24,12 +24,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from conformance import runner_common, summary
+
 ROOT = Path(__file__).resolve().parent.parent
 PLUGIN_DIR = ROOT / "scripts" / "conformance"
-sys.path.insert(0, str(PLUGIN_DIR))
-
-import runner_common  # noqa: E402 - after the path insert
-import summary  # noqa: E402
 
 TEST_FILE = Path("test") / "inductor" / "test_triton_cpu_backend.py"
 HEADER = ["# Conformance: PyTorch's Inductor tests on msltrans", "",
@@ -109,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
                                             environment(args), args.raw)
     res, info = runner_common.load_run(args.raw, args.summary_only, args.notes,
                                        lambda: run_info(args, argv, wall))
-    import inductor_shims
+    from conformance import inductor_shims
 
     shims = ", ".join(f"`{mod}.{name}`" for mod, name in inductor_shims.SHIMS)
     body = "\n".join(

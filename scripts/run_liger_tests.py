@@ -22,12 +22,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from conformance import runner_common, summary
+
 ROOT = Path(__file__).resolve().parent.parent
 PLUGIN_DIR = ROOT / "scripts" / "conformance"
-sys.path.insert(0, str(PLUGIN_DIR))
-
-import runner_common  # noqa: E402 - after the path insert
-import summary  # noqa: E402
 
 DEFAULT_TESTS = ("softmax", "layer_norm", "rms_norm", "swiglu", "geglu", "cross_entropy", "rope",
                  "kl_div", "jsd", "embedding")

@@ -42,12 +42,13 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts" / "conformance"))
-from portable import portable_argv as _portable_argv  # noqa: E402
-from portable import tree_commit  # noqa: E402
 
 
 def _tree_label(src: Path) -> str:
+    # Imported here (scripts/ is first on sys.path when this runs as a script): the module
+    # itself also loads from its file alone, as tests/test_own_code.py reads its tables.
+    from conformance.portable import tree_commit
+
     commit = tree_commit(src, "MSLTRANS_TRITON_MIRROR")
     return f"<triton-src> at {commit}" if commit else "<triton-src>"
 
@@ -560,7 +561,9 @@ def main(argv: list[str] | None = None) -> int:
     src_label = _tree_label(args.triton_src)  # the tree's commit, not this machine's path
     entries = [{**run_tutorial(nn, path, args, args.log), "src": src_label}
                for nn, path in find_tutorials(args.triton_src, args.only)]
-    shown = _portable_argv(argv if argv is not None else sys.argv[1:])
+    from conformance.portable import portable_argv
+
+    shown = portable_argv(argv if argv is not None else sys.argv[1:])
     command = shlex.join(["python", "scripts/run_tutorials.py", *shown])
     wall = time.perf_counter() - t0
     if args.merge and args.json.exists():

@@ -19,12 +19,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from conformance import runner_common, summary
+
 ROOT = Path(__file__).resolve().parent.parent
 PLUGIN_DIR = ROOT / "scripts" / "conformance"
-sys.path.insert(0, str(PLUGIN_DIR))
-
-import runner_common  # noqa: E402 - after the path insert
-import summary  # noqa: E402
 
 DEFAULT_FILES = ("language/test_core.py", "language/test_standard.py", "language/test_random.py",
                  "language/test_tuple.py", "language/test_subprocess.py", "runtime/test_launch.py")

@@ -45,7 +45,7 @@ class Kernel:
         return args + list(self.extra)
 
 
-WL = "tests/e2e/workloads"
+WL = "msltrans/workloads"
 KERNELS = [
     Kernel("vector_add", "examples/vector_add.py", "vector_add_kernel", "n=i32", "BLOCK=1024"),
     Kernel("broadcast_2d", "examples/broadcast_2d.py", "scale_bias_kernel",
@@ -53,28 +53,28 @@ KERNELS = [
            extra=("--no-fp-fusion",)),
     Kernel("loops_and_branches", "examples/loops_and_branches.py", "row_stats_kernel",
            "steps_ptr=*i32,n_cols=i32,stride=i32", "BLOCK=128"),
-    Kernel("tutorial02_softmax", f"{WL}/test_softmax_layernorm.py", "row_softmax_kernel",
+    Kernel("tutorial02_softmax", f"{WL}/softmax_layernorm.py", "row_softmax_kernel",
            "in_stride=i32,out_stride=i32,n_rows=i32,n_cols=i32", "BLOCK=1024,STAGES=1"),
     Kernel("tutorial03_matmul", f"{WL}/grouped_matmul.py", "grouped_matmul_kernel",
            "a_ptr=*fp16,b_ptr=*fp16,c_ptr=*fp16,M=i32,N=i32,K=i32,sa_m=i32,sa_k=i32,"
            "sb_k=i32,sb_n=i32,sc_m=i32,sc_n=i32", "BM=64,BN=64,BK=32,GROUP_M=8,EPILOGUE=leaky"),
-    Kernel("tutorial04_dropout", f"{WL}/test_dropout.py", "keep_mask_dropout_kernel",
+    Kernel("tutorial04_dropout", f"{WL}/dropout.py", "keep_mask_dropout_kernel",
            "keep_ptr=*i1,n=i32,p=fp32", "BLOCK=1024"),
-    Kernel("tutorial04_seeded_dropout", f"{WL}/test_dropout.py", "philox_dropout_kernel",
+    Kernel("tutorial04_seeded_dropout", f"{WL}/dropout.py", "philox_dropout_kernel",
            "n=i32,p=fp32,seed=i32", "BLOCK=1024"),
-    Kernel("tutorial05_layer_norm_fwd", f"{WL}/test_softmax_layernorm.py",
+    Kernel("tutorial05_layer_norm_fwd", f"{WL}/softmax_layernorm.py",
            "layer_norm_fwd_rows", "row_stride=i32,N=i32,eps=fp32", "BLOCK=1024"),
-    Kernel("tutorial05_layer_norm_bwd_dx", f"{WL}/test_softmax_layernorm.py",
+    Kernel("tutorial05_layer_norm_bwd_dx", f"{WL}/softmax_layernorm.py",
            "layer_norm_bwd_dx_rows", "locks_ptr=*i32,row_stride=i32,N=i32",
            "GROUPS=4,BLOCK_N=512"),
-    Kernel("tutorial05_layer_norm_bwd_dwdb", f"{WL}/test_softmax_layernorm.py",
+    Kernel("tutorial05_layer_norm_bwd_dwdb", f"{WL}/softmax_layernorm.py",
            "layer_norm_bwd_sum_groups", "GROUPS=i32,N=i32", "BLOCK_G=32,BLOCK_N=128"),
-    Kernel("tutorial06_attn_fwd", f"{WL}/test_attention.py", "flash_attn_fwd",
+    Kernel("tutorial06_attn_fwd", f"{WL}/attention.py", "flash_attn_fwd",
            "sm_scale=fp32,lse_ptr=*fp32,Z=i32,H=i32,q=*fp16,k=*fp16,v=*fp16,o=*fp16,N_CTX=i32",
            "HEAD_DIM=64,BLOCK_M=128,BLOCK_N=64,FP8=False,CAUSAL=True"),
-    Kernel("tutorial06_attn_bwd_preprocess", f"{WL}/test_attention.py", "flash_attn_bwd_delta",
+    Kernel("tutorial06_attn_bwd_preprocess", f"{WL}/attention.py", "flash_attn_bwd_delta",
            "o_ptr=*fp16,do_ptr=*fp16,delta_ptr=*fp32,N_CTX=i32", "BLOCK_M=128,HEAD_DIM=64"),
-    Kernel("tutorial06_attn_bwd", f"{WL}/test_attention.py", "flash_attn_bwd",
+    Kernel("tutorial06_attn_bwd", f"{WL}/attention.py", "flash_attn_bwd",
            "q_ptr=*fp16,k_ptr=*fp16,v_ptr=*fp16,sm_scale=fp32,do_ptr=*fp16,dq_ptr=*fp16,"
            "dk_ptr=*fp16,dv_ptr=*fp16,lse_ptr=*fp32,delta_ptr=*fp32,stride_z=i32,stride_h=i32,"
            "stride_tok=i32,stride_d=i32,H=i32,N_CTX=i32",
@@ -151,7 +151,6 @@ def main(argv: list[str] | None = None) -> int:
     import os
 
     os.chdir(ROOT)  # the kernels' files are named relative to the repository
-    sys.path.insert(0, str(ROOT))
     if args.readme:
         readme_images()
         return 0

@@ -1,19 +1,14 @@
 """The static codegen measures (benchmarks/codegen_stats.py, table 1) against the committed
 baseline: a change that scalarises an access, leaves a register array in memory, adds a
 barrier to a hot loop or grows threadgroup memory fails here. After an intended change,
-re-record with `python benchmarks/codegen_stats.py --write-baseline` (and say why)."""
+re-record with `python -m benchmarks.codegen_stats --write-baseline` (and say why)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.codegen_stats import k_step_text, register_words  # noqa: E402
-from benchmarks.codegen_workloads import WORKLOADS, check, load_baseline, measure  # noqa: E402
+from benchmarks.codegen_stats import k_step_text, register_words
+from benchmarks.codegen_workloads import WORKLOADS, check, load_baseline, measure
 
 
 @pytest.fixture(scope="module")

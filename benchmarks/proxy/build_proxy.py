@@ -10,7 +10,7 @@ without the MMA stand-in where the kernel has simdgroup matrices. `manifest.json
 run_gpu.py launches; the static facts (registers, stack, SASS mix) are printed and saved.
 Then, on the lent H200 (see benchmarks/README.md):
 
-    python benchmarks/proxy/run_gpu.py build/proxy
+    python -m benchmarks.proxy.run_gpu build/proxy
 """
 
 from __future__ import annotations
@@ -18,20 +18,16 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-from benchmarks.proxy import kernels  # noqa: E402
-from benchmarks.proxy.cases import CASES, Case, Hand, Size, make_inputs  # noqa: E402
-from benchmarks.proxy.cuda_build import build  # noqa: E402
-from benchmarks.proxy.msl_to_cuda import map_msl  # noqa: E402
-from benchmarks.proxy.specialise import Arg, compile_specialised  # noqa: E402
+from benchmarks.proxy import kernels
+from benchmarks.proxy.cases import CASES, Case, Hand, Size, make_inputs
+from benchmarks.proxy.cuda_build import build
+from benchmarks.proxy.msl_to_cuda import map_msl
+from benchmarks.proxy.specialise import Arg, compile_specialised
 
 REFERENCE_DIR = Path(__file__).with_name("reference")
 STANDIN = "MSL_PROXY_MMA_STANDIN"

@@ -166,10 +166,10 @@ def _vadd(n: int) -> Size:
 def _softmax(rows: int, cols: int, programs: int) -> Size:
     launch = Launch((programs, 1, 1),
                     {"out_ptr": "y", "in_ptr": "x", "in_stride": cols, "out_stride": cols,
-                     "rows": rows, "cols": cols},
+                     "n_rows": rows, "n_cols": cols},
                     {"out_ptr": "*fp32", "in_ptr": "*fp32", "in_stride": "i32",
-                     "out_stride": "i32", "rows": "i32", "cols": "i32"},
-                    {"BLOCK": cols}, 8)
+                     "out_stride": "i32", "n_rows": "i32", "n_cols": "i32"},
+                    {"BLOCK": cols, "STAGES": None}, 8)
     hand = Hand("softmax.metal", "softmax", 256, {"COLS": str(cols)}, (programs, 1, 1),
                 ["y", "x", ("i32", rows)], exact=False)
     return Size({"x": ("*fp32", (rows, cols)), "y": ("*fp32", (rows, cols))}, ("y",), launch,
@@ -180,10 +180,10 @@ def _layer_norm(rows: int, cols: int, dtype: str) -> Size:
     eb = 2 if dtype == "*fp16" else 4
     launch = Launch((rows, 1, 1),
                     {"x_ptr": "x", "y_ptr": "y", "w_ptr": "w", "b_ptr": "b",
-                     "mean_ptr": "mean", "rstd_ptr": "rstd", "stride": cols, "cols": cols,
+                     "mean_ptr": "mean", "rstd_ptr": "rstd", "row_stride": cols, "N": cols,
                      "eps": 1e-5},
                     {"x_ptr": dtype, "y_ptr": dtype, "w_ptr": dtype, "b_ptr": dtype,
-                     "mean_ptr": "*fp32", "rstd_ptr": "*fp32", "stride": "i32", "cols": "i32",
+                     "mean_ptr": "*fp32", "rstd_ptr": "*fp32", "row_stride": "i32", "N": "i32",
                      "eps": "fp32"}, {"BLOCK": 1024}, 8)
     inputs = {"x": (dtype, (rows, cols)), "y": (dtype, (rows, cols)), "w": (dtype, (cols,)),
               "b": (dtype, (cols,)), "mean": ("*fp32", (rows,)), "rstd": ("*fp32", (rows,))}
@@ -267,7 +267,7 @@ def _attn_plain(z: int, h: int, n: int, d: int, causal: bool) -> Size:
 
 
 def _attn_tutorial(z: int, h: int, n: int, d: int, causal: bool) -> Size:
-    """tests/e2e/workloads/test_attention.py's flash_attn_fwd (tutorial 06's shape): device
+    """msltrans/workloads/attention.py's flash_attn_fwd (tutorial 06's shape): device
     tensor descriptors, O and the row statistic; the hand kernel writes both too."""
     def launch(bm: int, bn: int) -> Launch:
         return Launch((n // bm, z * h, 1),
@@ -302,12 +302,12 @@ def _attn_cases() -> list[Case]:
 CASES = [
     Case("vector add fp32", "vadd", "GB/s", _vadd(1 << 16), _vadd(1 << 26), True, _ref_vadd,
          1e-6, ">= 0.95 of Triton"),
-    Case("softmax fp32 4096 cols, 8 warps", "row_softmax", "GB/s", _softmax(64, 4096, 32),
+    Case("softmax fp32 4096 cols, 8 warps", "row_softmax_kernel", "GB/s", _softmax(64, 4096, 32),
          _softmax(4096, 4096, 528), False, _ref_softmax, 1e-5, ">= 0.95 of Triton"),
-    Case("layer norm fwd fp16 8192x4096", "layer_norm_rows", "GB/s",
+    Case("layer norm fwd fp16 8192x4096", "layer_norm_fwd_rows", "GB/s",
          _layer_norm(32, 4096, "*fp16"), _layer_norm(8192, 4096, "*fp16"), False,
          _ref_layer_norm, 2e-3, ">= 0.95 of Triton"),
-    Case("layer norm fwd fp32 8192x4096", "layer_norm_rows", "GB/s",
+    Case("layer norm fwd fp32 8192x4096", "layer_norm_fwd_rows", "GB/s",
          _layer_norm(32, 4096, "*fp32"), _layer_norm(8192, 4096, "*fp32"), False,
          _ref_layer_norm, 1e-5, ">= 0.95 of Triton"),
     Case("row sum fp32 16384x4096", "row_sums", "GB/s", _rowsum(64, 4096),

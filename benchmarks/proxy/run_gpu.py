@@ -1,7 +1,7 @@
 """The GPU proxy, on the lent H200: msltrans's MSL (mapped to CUDA), Triton's CUDA backend and
 hand-written MSL timed side by side in one run, after their outputs are checked.
 
-    python benchmarks/proxy/run_gpu.py build/proxy [--out $OUT] [--quick]
+    python -m benchmarks.proxy.run_gpu build/proxy [--out $OUT] [--quick]
 
 Inputs come from build_proxy.py (run here first). For every case:
 1. check: the simulator's inputs at the check size go through every CUDA build of the MSL;
@@ -19,17 +19,13 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-from benchmarks.proxy import kernels  # noqa: E402
-from benchmarks.proxy.cases import CASES, Case, Size, make_inputs  # noqa: E402
+from benchmarks.proxy import kernels
+from benchmarks.proxy.cases import CASES, Case, Size, make_inputs
 
 SEED = 99
 _SCALAR = {"i32": np.int32, "i64": np.int64, "fp32": np.float32}

@@ -19,6 +19,7 @@ msltrans to be the closer one.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -283,7 +284,13 @@ def main(argv: list[str] | None = None) -> int:
                         "is cross_entropy_bf16_small + _large, 3x423 and 2x4096 rows)")
     args = p.parse_args(argv)
     src = args.liger_src.resolve()
-    sys.path[:0] = [str(src / "src"), str(src)]  # liger_kernel, and test.utils for its seeding
+    # liger_kernel and test.utils (its seeding) come from the checkout: first on PYTHONPATH,
+    # as the runners give it to their pytest child; this process re-runs itself so once.
+    paths = [str(src / "src"), str(src)]
+    if os.environ.get("PYTHONPATH", "").split(os.pathsep)[:2] != paths:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [*paths, *filter(None, [os.environ.get("PYTHONPATH")])]))
+        os.execve(sys.executable, [sys.executable, __file__, *(argv or sys.argv[1:])], env)
     print("| case | tensor | torch-CPU max err vs f64 | msltrans max err vs f64 | "
           "torch-CPU within tol | msltrans within tol |")
     print("|---|---|---:|---:|---|---|")

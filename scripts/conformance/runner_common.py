@@ -3,7 +3,7 @@ share: the commit of the suite's checkout, the common fields of the run record (
 the environment the pytest child runs in, and `main`'s run -> load rows -> run record flow.
 
 The per-suite parts (arguments, test files, the pytest command, the markdown) stay in the scripts.
-Imported like `summary`: the scripts put this folder first on `sys.path`.
+Imported as `conformance.runner_common` by the runners in scripts/.
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import portable
-import summary
+from . import portable, summary
 
 
 def suite_commit(src: Path, mirror_env: str, name: str, placeholder: str) -> str:

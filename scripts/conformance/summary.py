@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from classify import Verdict, classify
+from .classify import Verdict, classify
 
 CATEGORY_TITLES = {
     "pass": "passed",

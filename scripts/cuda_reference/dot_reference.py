@@ -1,24 +1,22 @@
 """Record Triton's CUDA backend's fp32 `input_precision="ieee"` dots, for a bit-for-bit check.
 
 Run on a machine with an NVIDIA GPU (the project's lent H200), from the repository root:
-    python scripts/cuda_reference/dot_reference.py tests/data/cuda/dot_reference.npz
-It runs `matmul_f32_kernel` (tests/e2e/dot_kernels.py: a grouped-order tiled matmul with a K
-loop, masked K tail, `% M` row wrap, storing the fp32 accumulator) on fixed seeded shapes and saves
-inputs, launch configuration and outputs. tests/e2e/test_dot_cuda_reference.py replays each
-case through msltrans and requires identical bits: Triton's FMA dot on NVIDIA is the in-order
-fma chain over K, which is msltrans's dot contract.
+    PYTHONPATH=. python scripts/cuda_reference/dot_reference.py tests/data/cuda/dot_reference.npz
+It runs `matmul_f32_kernel` (msltrans/workloads/dot_kernels.py: a grouped-order tiled matmul
+with a K loop, masked K tail, `% M` row wrap, storing the fp32 accumulator) on fixed seeded
+shapes and saves inputs, launch configuration and outputs. tests/e2e/test_dot_cuda_reference.py
+replays each case through msltrans and requires identical bits: Triton's FMA dot on NVIDIA is
+the in-order fma chain over K, which is msltrans's dot contract.
 """
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tests.e2e.dot_kernels import matmul_f32_kernel  # noqa: E402
+from msltrans.workloads.dot_kernels import matmul_f32_kernel
 
 # (M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, num_warps, A column-major, B column-major)
 # Triton's CUDA backend needs M, N >= 16 and K >= 16 per dot block.

@@ -1,7 +1,8 @@
 """Record Triton's CUDA backend's `tl.dot_scaled` bits on recorded inputs (run on the lent H200):
-    python scripts/cuda_reference/dot_scaled_cases.py tests/data/cuda/dot_scaled_upstream.npz
+    PYTHONPATH=. python scripts/cuda_reference/dot_scaled_cases.py \
+        tests/data/cuda/dot_scaled_upstream.npz
 Inputs: tests/data/cuda/dot_scaled_upstream_inputs.npz (upstream test_scaled_dot's own, see
-tests/e2e/dot_scaled_cases_kernels.py). Stores `<case>_out` (the output's bit patterns) and
+msltrans/workloads/dot_scaled_cases_kernels.py). Stores `<case>_out` (the output's bit patterns) and
 the Triton version.
 """
 
@@ -14,9 +15,9 @@ import numpy as np
 import torch
 import triton
 
+from msltrans.workloads import dot_scaled_cases_kernels as K
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-from tests.e2e import dot_scaled_cases_kernels as K  # noqa: E402
 
 TORCH = {"torch.float16": torch.float16, "torch.bfloat16": torch.bfloat16,
          "torch.uint8": torch.uint8}

@@ -1,5 +1,5 @@
 """More target-defined cases, recorded like elementwise_semantics.py (run on the lent H200):
-    python scripts/cuda_reference/elementwise_semantics_extra.py OUT.npz
+    PYTHONPATH=. python scripts/cuda_reference/elementwise_semantics_extra.py OUT.npz
 int → bf16 rounding (one rounding or two via f32), float `%` with large quotients, shift
 amounts that are negative or >= 2**32, whether bf16/f16 a*b+c is fused, abs(INT_MIN),
 64-bit and 16-bit division by zero, f16/bf16 min/max with NaN and zeros, tl.clamp.
@@ -8,15 +8,11 @@ amounts that are negative or >= 2**32, whether bf16/f16 a*b+c is fused, abs(INT_
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
 import torch
-import triton
 import triton.language as tl
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from elementwise_semantics import (  # noqa: E402
+from elementwise_semantics import (
     DEV,
     MINMAX_A,
     MINMAX_B,
@@ -26,30 +22,11 @@ from elementwise_semantics import (  # noqa: E402
     save,
 )
 
+from msltrans.workloads.elementwise_kernels import clamp_kernel, muladd_kernel
+
 _binary = _binary_kernel  # rem, div, abs, min/max (±NaN), clamp to ±b, shl, shr
 
 
-@triton.jit
-def _clamp3(x_ptr, lo_ptr, hi_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    x = tl.load(x_ptr + offs, mask=m)
-    lo = tl.load(lo_ptr + offs, mask=m)
-    hi = tl.load(hi_ptr + offs, mask=m)
-    tl.store(out_ptr + offs, tl.clamp(x, lo, hi), mask=m)
-    tl.store(out_ptr + n + offs, tl.clamp(x, -2.0, 2.0), mask=m)
-    tl.store(out_ptr + 2 * n + offs, tl.clamp(x, lo, hi, propagate_nan=tl.PropagateNan.ALL),
-             mask=m)
-
-
-@triton.jit
-def _muladd(a_ptr, b_ptr, c_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    a = tl.load(a_ptr + offs, mask=m)
-    b = tl.load(b_ptr + offs, mask=m)
-    c = tl.load(c_ptr + offs, mask=m)
-    tl.store(out_ptr + offs, a * b + c, mask=m)
 
 
 def main(path: str) -> None:
@@ -92,7 +69,7 @@ def main(path: str) -> None:
     for name, tdt in (("float16", torch.float16), ("bfloat16", torch.bfloat16)):
         ins = [torch.tensor(v, device=DEV).to(tdt) for v in (fa, fb, fc)]
         rec[f"muladd_{name}_in"] = np.stack([t.cpu().view(torch.int16).numpy() for t in ins])
-        rec[f"muladd_{name}"] = _run(_muladd, ins, tdt).view(torch.int16).numpy()
+        rec[f"muladd_{name}"] = _run(muladd_kernel, ins, tdt).view(torch.int16).numpy()
     for dt, tdt in (("int8", torch.int8), ("int16", torch.int16), ("int32", torch.int32),
                     ("int64", torch.int64)):
         info = np.iinfo(dt)
@@ -128,10 +105,10 @@ def main(path: str) -> None:
     hi3 = np.array([3.0, 0.0, 0.0, 3.0, 3.0, 1.0, 0.0, -0.0, 1.0, np.nan, np.nan, -0.0],
                    np.float32)
     rec["clamp3_x"], rec["clamp3_lo"], rec["clamp3_hi"] = x3, lo3, hi3
-    out3 = torch.empty(3 * len(x3), device=DEV)
-    _clamp3[(1,)](*(torch.tensor(v, device=DEV) for v in (x3, lo3, hi3)), out3, len(x3),
-                  BLOCK=128)
-    rec["clamp3_float32"] = out3.cpu().numpy().reshape(3, len(x3))
+    out3 = torch.empty(4 * len(x3), device=DEV)  # the kernel's fourth output is not recorded
+    clamp_kernel[(1,)](*(torch.tensor(v, device=DEV) for v in (x3, lo3, hi3)), out3, len(x3),
+                       BLOCK=128)
+    rec["clamp3_float32"] = out3.cpu().numpy().reshape(4, len(x3))[:3]
     save(path, rec)
 
 

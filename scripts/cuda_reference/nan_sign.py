@@ -3,23 +3,20 @@
 symmetric tl.clamp (min.xorsign.abs), negation, abs, fp -> int, signbit, copysign.
 
 Run on a machine with an NVIDIA GPU (the project's lent one), from the repository root:
-    python scripts/cuda_reference/nan_sign.py "$OUT/nan_sign.npz"
+    PYTHONPATH=. python scripts/cuda_reference/nan_sign.py "$OUT/nan_sign.npz"
 The .npz goes to tests/data/cuda/nan_sign.npz; tests/e2e/test_nan_sign.py compares
 msltrans's results with it (and skips while it is missing). The kernel and the inputs are
-tests/e2e/nan_sign_kernels.py, shared with that test.
+msltrans/workloads/nan_sign_kernels.py, shared with that test.
 """
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from tests.e2e import nan_sign_kernels as K  # noqa: E402
+from msltrans.workloads import nan_sign_kernels as K
 
 DEV = "cuda"
 TORCH = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}

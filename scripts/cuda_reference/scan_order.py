@@ -1,6 +1,6 @@
 """Record Triton's CUDA backend's floating tt.scan results bit for bit (run on the lent H200):
-    python scripts/cuda_reference/scan_order.py tests/data/cuda/scan_order.npz
-For every case of tests/e2e/scan_order_kernels.py (shapes (8,32) … (1,1024) on both axes, a
+    PYTHONPATH=. python scripts/cuda_reference/scan_order.py tests/data/cuda/scan_order.npz
+For every case of msltrans/workloads/scan_order_kernels.py (shapes (8,32) … (1,1024) on both axes, a
 1-D 4096 and a 3-D (4,16,32) on every axis, num_warps 4 and 16, bf16 / f16 / f32) it stores
 the input bits, the ten scan outputs' bits (add, mul, `a*0.5+b`, a 2-tuple combine; forward
 and reverse) and the TTGIR encoding of each tt.scan operand, so the replaying test
@@ -16,15 +16,12 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import sys
-from pathlib import Path
 
 import numpy as np
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from triton.experimental import gluon  # noqa: E402
-from triton.experimental.gluon import language as gl  # noqa: E402
-
-from tests.e2e import scan_order_kernels as K  # noqa: E402
+from msltrans.workloads import scan_order_kernels as K
 
 
 @gluon.jit

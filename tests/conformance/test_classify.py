@@ -3,14 +3,9 @@ upstream tree needed."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "conformance"))
-
-from classify import classify  # noqa: E402
+from scripts.conformance.classify import classify
 
 REFUSED = "refused: MetalNonRecoverableError: "
 CE_SUM = ("the reference is torch-CPU's fp32 cross-entropy (sum), further from float64 than "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from benchmarks.proxy.kernels import attn_fwd
+from msltrans.workloads.attention_plain import attn_fwd
 
 # Online-softmax attention (one BM block of queries per program, scale includes log2(e),
 # ragged n_ctx masked): the GPU proxy's plain attention kernel, one copy for both.

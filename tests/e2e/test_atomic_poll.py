@@ -8,20 +8,15 @@ workers the two programs run at once and the handshake completes, as on a GPU.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 import triton
 import triton.language as tl
 
 from msltrans.errors import MetalNonRecoverableError
+from scripts.conformance.classify import classify
 from tests.support.diff import compile_typed, launch
 from tests.support.run_kernel import check_msl_compiles, compile_kernel, run_kernel, sim_or_skip
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "conformance"))
-from classify import classify  # noqa: E402
 
 FENCE = "atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_{})"
 SCOPES = {"cta": "threadgroup", "gpu": "device"}

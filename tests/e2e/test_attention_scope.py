@@ -7,7 +7,7 @@ Kernels:
   K/V head h // (heads // kv_heads) of its batch), an optional sliding window (WINDOW > 0:
   causal keeps q − WINDOW < key ≤ q, non-causal |q − key| < WINDOW), ragged sequence lengths
   (masked loads, -inf scores) and a guard for rows that have seen no key yet;
-- `flash_attn_fwd` (tests/e2e/workloads/test_attention.py): tutorial 06's shape (device
+- `flash_attn_fwd` (msltrans/workloads/attention.py): tutorial 06's shape (device
   tensor descriptors, causal as two sweeps), fp16, lengths a multiple of BLOCK_M.
 The hand-written reference of the GPU proxy (benchmarks/proxy/reference/attention.metal) is
 checked here too, so the benchmark's yardstick cannot rot.
@@ -283,7 +283,7 @@ def compile_case(c: Attn, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                                     qk_scale=qk_scale, heads=c.heads, kv_heads=c.kv_heads)
         cx = dict(HEAD=c.head, BM=c.bm, BN=c.bn, CAUSAL=c.causal, WINDOW=c.window)
         return compile_attention(plain_attention, args, cx, c.warps), args, qk_scale
-    from tests.e2e.workloads.test_attention import flash_attn_fwd
+    from msltrans.workloads.attention import flash_attn_fwd
 
     # the kernel folds sm_scale * 1.44269504 in fp32
     qk_scale = float(np.float32(np.float32(sm_scale) * np.float32(1.44269504)))

@@ -1,7 +1,7 @@
 """Kernels whose simulator build once took minutes (issue 38), checked for their results: a
 blockwise-scaled fp8 GEMM of torchao's shape (64x128 tiles of e4m3 operands, one scale per
 row and 128-wide K block of A and per 128x128 block of B, 4 warps) against float64, and the
-bitonic top-k of benchmarks/topk_kernel.py at 1024 wide against torch.topk. Their build
+bitonic top-k of msltrans/workloads/topk_kernel.py at 1024 wide against torch.topk. Their build
 phases land in the simulator's cache metadata (benchmarks/sim_build_phases.py)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import torch
 import triton
 import triton.language as tl
 
-from benchmarks.topk_kernel import topk_kernel
+from msltrans.workloads.topk_kernel import topk_kernel
 
 
 @triton.jit

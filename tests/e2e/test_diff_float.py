@@ -14,6 +14,7 @@ import torch
 import triton
 import triton.language as tl
 
+from msltrans.workloads.elementwise_kernels import clamp_kernel
 from tests.support.diff import (
     TRITON_PTR,
     as_float,
@@ -218,19 +219,6 @@ def test_float_rem_is_exact_fmod() -> None:
         small = (np.abs(a / b) < 2**24) | ~np.isfinite(a / b)
     assert_same_bits(out[small], extra["frem_float32"][small], "float32", "cuda, small q")
 
-
-@triton.jit
-def clamp_kernel(x_ptr, lo_ptr, hi_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    x = tl.load(x_ptr + offs, mask=m)
-    lo = tl.load(lo_ptr + offs, mask=m)
-    hi = tl.load(hi_ptr + offs, mask=m)
-    tl.store(out_ptr + offs, tl.clamp(x, lo, hi), mask=m)
-    tl.store(out_ptr + n + offs, tl.clamp(x, -2.0, 2.0), mask=m)
-    tl.store(out_ptr + 2 * n + offs, tl.clamp(x, lo, hi, propagate_nan=tl.PropagateNan.ALL),
-             mask=m)
-    tl.store(out_ptr + 3 * n + offs, tl.clamp(x, -hi, hi), mask=m)
 
 
 def test_clamp_like_cuda() -> None:

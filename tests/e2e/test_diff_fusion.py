@@ -12,6 +12,7 @@ import pytest
 import triton
 import triton.language as tl
 
+from msltrans.workloads.elementwise_kernels import muladd_kernel
 from tests.support.diff import (
     TRITON_PTR,
     as_float,
@@ -104,15 +105,6 @@ def test_fp_fusion_follows_the_option(dtype: str, fusion: bool) -> None:
 def np_ctype(dtype: str) -> str:
     return {"float16": "half", "bfloat16": "bfloat"}[dtype]
 
-
-@triton.jit
-def muladd_kernel(a_ptr, b_ptr, c_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    a = tl.load(a_ptr + offs, mask=m)
-    b = tl.load(b_ptr + offs, mask=m)
-    c = tl.load(c_ptr + offs, mask=m)
-    tl.store(out_ptr + offs, a * b + c, mask=m)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

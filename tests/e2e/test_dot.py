@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from msltrans.errors import MetalNonRecoverableError
-from tests.e2e.dot_kernels import (
+from msltrans.workloads.dot_kernels import (
     batched_dot_kernel,
     chained_dot_kernel,
     dot_acc_kernel,

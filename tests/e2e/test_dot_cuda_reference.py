@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.e2e.dot_kernels import matmul_f32_kernel
+from msltrans.workloads.dot_kernels import matmul_f32_kernel
 from tests.e2e.dot_support import chain, compile_with, run, same_bits
 
 NPZ = Path(__file__).resolve().parents[1] / "data" / "cuda" / "dot_reference.npz"

@@ -1,5 +1,5 @@
 """tt.dot inside the K loop (scf.for carries the accumulator): the grouped-order tiled matmul
-of tests/e2e/workloads/grouped_matmul.py (tutorial 03's workload), in fp16 and fp32, against
+of msltrans/workloads/grouped_matmul.py (tutorial 03's workload), in fp16 and fp32, against
 torch and bit-exactly against the fp32 in-order fma chain over the whole K; ragged shapes (M,
 N, K not multiples of the block: the kernel wraps rows with `% M` and masks the K tail),
 transposed inputs via strides, and K-loop trip counts 1..16 (a sample here, the full sweep
@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 import torch
 
-from tests.e2e.dot_kernels import attention_like_kernel, matmul_f32_kernel
+from msltrans.workloads.dot_kernels import attention_like_kernel, matmul_f32_kernel
+from msltrans.workloads.grouped_matmul import grouped_matmul_kernel
 from tests.e2e.dot_support import TRITON_PTR, chain, compile_with, dot_stats, randn, run, same_bits
-from tests.e2e.workloads.grouped_matmul import grouped_matmul_kernel
 
 INT_ARGS = ("M", "N", "K", "sa_m", "sa_k", "sb_k", "sb_n", "sc_m", "sc_n")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.e2e.dot_kernels import batched_k_loop_kernel, k_loop_variant_kernel
+from msltrans.workloads.dot_kernels import batched_k_loop_kernel, k_loop_variant_kernel
 from tests.e2e.dot_support import TRITON_PTR, compile_with, dot_stats, randn, run, same_bits
 from tests.support.fma import fma_chain_matmul
 

@@ -17,7 +17,7 @@ import pytest
 import torch
 from triton.runtime.driver import driver
 
-from tests.e2e import dot_scaled_cases_kernels as K
+from msltrans.workloads import dot_scaled_cases_kernels as K
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "cuda"
 INPUTS = DATA / "dot_scaled_upstream_inputs.npz"

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.e2e.dot_kernels import matmul_f32_kernel
+from msltrans.workloads.dot_kernels import matmul_f32_kernel
 from tests.e2e.dot_support import TRITON_PTR, as_f32, chain, compile_with, dot_stats, run
 
 INT_ARGS = ("M", "N", "K", "sa_m", "sa_k", "sb_k", "sb_n", "sc_m", "sc_n")

@@ -24,7 +24,7 @@ import torch
 from msltrans.ir import read_module
 from msltrans.lower import lower_module
 from msltrans.toolchain import to_ttgir
-from tests.e2e import nan_sign_kernels as K
+from msltrans.workloads import nan_sign_kernels as K
 from tests.support.run_kernel import dispatch
 
 NPZ = Path(__file__).resolve().parents[1] / "data" / "cuda" / "nan_sign.npz"

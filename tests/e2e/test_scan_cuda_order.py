@@ -19,7 +19,7 @@ import pytest
 from msltrans.ir import read_module
 from msltrans.lower import lower_module
 from msltrans.toolchain import to_ttgir
-from tests.e2e import scan_order_kernels as K
+from msltrans.workloads import scan_order_kernels as K
 from tests.support.run_kernel import dispatch, signature_of
 
 NPZ = Path(__file__).resolve().parents[1] / "data" / "cuda" / "scan_order.npz"

@@ -1,4 +1,4 @@
-"""The compile benchmark's bitonic top-k (benchmarks/topk_kernel.py) at a small width:
+"""The compile benchmark's bitonic top-k (msltrans/workloads/topk_kernel.py) at a small width:
 values and indices equal torch.topk's on distinct values (checks the kernel the benchmark
 times is a correct one)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from benchmarks.topk_kernel import topk_kernel
+from msltrans.workloads.topk_kernel import topk_kernel
 
 
 @pytest.mark.parametrize("n", [32, 64])

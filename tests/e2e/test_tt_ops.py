@@ -7,6 +7,7 @@ import pytest
 import triton
 import triton.language as tl
 
+from tests.e2e.test_cat import cat_kernel
 from tests.support.diff import apple_nan
 from tests.support.run_kernel import run_kernel
 
@@ -37,12 +38,6 @@ def join_split_kernel(a_ptr, b_ptr, out_ptr, swapped_ptr, N: tl.constexpr):
     lo, hi = tl.split(z)
     tl.store(swapped_ptr + r, hi - lo)
 
-
-@triton.jit
-def cat_kernel(a_ptr, b_ptr, out_ptr, N: tl.constexpr):
-    r = tl.arange(0, N)
-    c = tl.cat(tl.load(a_ptr + r), tl.load(b_ptr + r), can_reorder=True)
-    tl.store(out_ptr + tl.arange(0, 2 * N), c)
 
 
 @triton.jit

@@ -22,19 +22,11 @@ import triton
 import triton.language as tl
 
 from msltrans.errors import MetalNonRecoverableError
+from msltrans.selftest.kernels import locked_counter
 from tests.support.run_kernel import compile_kernel, run_kernel
 
 PROGRAMS = 64
 
-
-@triton.jit
-def locked_counter(lock_ptr, counter_ptr, seen_ptr):
-    while tl.atomic_cas(lock_ptr, 0, 1) == 1:  # acq_rel (Triton's default)
-        pass
-    v = tl.load(counter_ptr, volatile=True)  # the guarded value, read from memory
-    tl.store(seen_ptr + tl.program_id(0), v)
-    tl.store(counter_ptr, v + 1)
-    tl.atomic_xchg(lock_ptr, 0)  # release
 
 
 @triton.jit

@@ -9,9 +9,9 @@ import triton
 import triton.language as tl
 
 import msltrans.ir.walker as walker
-from benchmarks.topk_kernel import topk_kernel
 from msltrans.ir import read_module
 from msltrans.toolchain import to_ttgir
+from msltrans.workloads.topk_kernel import topk_kernel
 
 
 @triton.jit

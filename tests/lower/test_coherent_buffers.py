@@ -17,7 +17,7 @@ from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir import read_module
 from msltrans.lower import MslProgram, lower_module
 from msltrans.toolchain import to_ttgir
-from tests.e2e.workloads.test_softmax_layernorm import layer_norm_bwd_dx_rows
+from msltrans.workloads.softmax_layernorm import layer_norm_bwd_dx_rows
 
 
 @triton.jit

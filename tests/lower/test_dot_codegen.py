@@ -11,7 +11,7 @@ from msltrans.layout import LinearLayout, decode_layout
 from msltrans.lower import MslProgram
 from msltrans.lower.dot.choose import force_path
 from msltrans.lower.dot.registers import register_plan
-from tests.e2e.dot_kernels import dot_acc_kernel, dot_strided_kernel, k_loop_variant_kernel
+from msltrans.workloads.dot_kernels import dot_acc_kernel, dot_strided_kernel, k_loop_variant_kernel
 from tests.e2e.dot_support import compile_with, dot_stats
 from tests.support.run_kernel import check_msl_compiles
 

@@ -14,7 +14,7 @@ from msltrans.lower.unroll import (
     cap_unroll,
     unrolled_trips,
 )
-from tests.e2e.dot_kernels import dot_acc_kernel
+from msltrans.workloads.dot_kernels import dot_acc_kernel
 from tests.e2e.dot_support import chain, compile_with, dot_stats, randn, run, same_bits
 
 F32_SIG = {n: "*fp32" for n in ("a_ptr", "b_ptr", "c_ptr", "out_ptr")}

@@ -4,7 +4,6 @@ cache metadata, and benchmarks/sim_build_phases.py summarises a cache directory.
 from __future__ import annotations
 
 import json
-import sys
 import uuid
 from pathlib import Path
 
@@ -64,11 +63,7 @@ def test_cold_build_records_its_phases(sim):
 
 
 def test_summary_script_reports_distribution_and_slowest(tmp_path, capsys):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import sim_build_phases as script
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    from benchmarks import sim_build_phases as script
     totals = [0.5, 1.0, 2.0, 4.0, 30.0]
     for n, total in enumerate(totals):
         phases = dict.fromkeys(PHASES, 0.0) | {"opt": total, "total": total}

@@ -231,7 +231,7 @@ def _with_coherence(source: str, coherent: bool) -> str:
 
 
 def test_layer_norm_backward_needs_coherent_buffers(sim) -> None:  # noqa: ANN001
-    from tests.e2e.workloads.test_softmax_layernorm import (
+    from msltrans.workloads.softmax_layernorm import (
         _layer_norm_data,
         layer_norm_bwd_dx_rows,
     )

@@ -1,11 +1,11 @@
-"""@triton.jit kernels for the tt.dot tests (one place, imported by tests/e2e/test_dot*.py)."""
+"""@triton.jit kernels for the tt.dot tests (tests/e2e/test_dot*.py) and benchmarks."""
 
 from __future__ import annotations
 
 import triton
 import triton.language as tl
 
-from tests.e2e.workloads.grouped_matmul import grouped_tile
+from msltrans.workloads.grouped_matmul import grouped_tile
 
 
 @triton.jit
