@@ -11,6 +11,7 @@ from msltrans.ir.types import ScalarType, TensorType
 from msltrans.lower import msl_types
 from msltrans.lower.emitter import LANE, REG, WARP, Emitter
 from msltrans.lower.fp_int import float_to_int
+from msltrans.lower.ops_arith_float import fma_function
 from msltrans.lower.ops_fp8 import fp8_literal, fp8_name
 from msltrans.lower.registry import lowers
 from msltrans.lower.support import need_support
@@ -95,10 +96,7 @@ def add_sub_f(em: Emitter, op: Op) -> None:
             continue
         a, b = (em.at(v) for v in mul.operands)
         other = em.at(op.operands[1 - index])
-        fma = "fma"
-        if em.ctype(op.results[0]) in ("half", "bfloat"):  # one rounding (NVIDIA fuses
-            need_support(em)                              # both: *_extra.npz muladd_*)
-            fma = f"msl_fma16<{em.ctype(op.results[0])}>"
+        fma = fma_function(em, em.ctype(op.results[0]))
         if index == 0:
             c = other if symbol == "+" else f"-{other}"
             expr = f"{fma}({a}, {b}, {c})"
