@@ -269,6 +269,11 @@ def float_resize(em: Emitter, op: Op) -> None:
     assert isinstance(src_t, ScalarType) and isinstance(dst_t, ScalarType)
     if op.name == "arith.truncf" and op.attrs.get("roundingmode") not in (None, "to_nearest_even"):
         em.fail(f"truncf rounding mode {op.attrs['roundingmode']}", "only round-to-nearest-even")
+    from msltrans.lower.dot.state import take_prelowered
+
+    if take_prelowered(em, op):
+        em.line("// done by the K loop's epilogue: it read the accumulator back rounded")
+        return
     _, dst = _in_out(em, op)
     if {src_t.name, dst_t.name} == {"f16", "bf16"}:
         em.elementwise(op, lambda a: f"{dst}(float({a}))")  # exact via f32, no direct cast
