@@ -169,3 +169,23 @@ def test_resident_decision_inspects_the_ir() -> None:
 def test_force_path_rejects_unknown_names() -> None:
     with pytest.raises(ValueError), force_path("tensor-cores"):
         pass
+
+
+def test_attention_backward_d64_threadgroup_headroom() -> None:
+    """Tutorial 06's backward at d64 (the project's own kernel, tutorial block sizes): its K
+    loops' accumulators leave through their operand regions, so the kernel stays well under
+    Metal's 32 KB (it took all of it while C moved through scratch of its own)."""
+    from benchmarks.proxy.specialise import Arg, compile_specialised
+    from tests.e2e.workloads.test_attention import flash_attn_bwd
+
+    p16, p32, head = Arg("*fp16"), Arg("*fp32"), 64
+    args = dict(q_ptr=p16, k_ptr=p16, v_ptr=p16, sm_scale=Arg("fp32", 0.125), do_ptr=p16,
+                dq_ptr=p16, dk_ptr=p16, dv_ptr=p16, lse_ptr=p32, delta_ptr=p32,
+                stride_z=Arg("i32", 16 * 1024 * head), stride_h=Arg("i32", 1024 * head),
+                stride_tok=Arg("i32", head), stride_d=Arg("i32", 1), H=Arg("i32", 16),
+                N_CTX=Arg("i32", 1024))
+    program = compile_specialised(flash_attn_bwd, args, dict(
+        BLOCK_M1=32, BLOCK_N1=128, BLOCK_M2=128, BLOCK_N2=32, SLICE=2, HEAD_DIM=head,
+        CAUSAL=False), 4)
+    assert {s["path"] for s in dot_stats(program)} == {"fragment", "simdgroup"}
+    assert program.shared_bytes == 23040 and program.shared_bytes <= 24 * 1024
