@@ -18,6 +18,9 @@ into buffers under 2 GB, integers divisible by 16, integers equal to 1 as consta
   bar/iter    threadgroup barriers in one iteration of the first loop (or the kernel);
               for attention: per KV step
   tg bytes    threadgroup memory of the kernel
+  operands    threadgroup bytes its tt.dot operand tiles need (A and B as staged, padded;
+              each dot once): a simdgroup GEMM's epilogue moves C in row passes through that
+              same region (lower/dot/simdgroup.pass_rows), so there tg bytes = operands
   unpadded    tt.dot operand tiles staged without the 16-byte row padding (bank-conflict
               prone; `pad=no` on the lowering's `// msltrans-dot:` line)
 
@@ -33,6 +36,7 @@ Table 2, tt.dot kernels on the path the lowering picks and on the forced fallbac
   mma/step    simdgroup MMAs one tt.dot executes (all simdgroups; one K step of the loop)
   mma/sg      ... of those, the most one simdgroup executes (the critical path)
   tg bytes    threadgroup memory of the whole kernel (MslProgram.shared_bytes)
+  operands    ... of it, what the dots' staged operand tiles need (as in table 1)
   bar/step    threadgroup_barrier calls per K step: counted in the MSL text of the scf.for
               body (or the whole kernel when there is no loop)
   regs/thr    32-bit register words each thread declares in the kernel
@@ -56,6 +60,7 @@ from benchmarks.codegen_workloads import (
     check,
     load_baseline,
     measure,
+    operand_bytes,
     write_baseline,
 )
 from msltrans.lower import MslProgram
@@ -130,6 +135,7 @@ def row(name: str, program: MslProgram) -> dict[str, Any]:
         "mma/step": sum(int(s.get("mma", 0)) for s in stats),
         "mma/sg": sum(int(s.get("mma_per_simdgroup", 0)) for s in stats),
         "tg bytes": program.shared_bytes,
+        "operands": operand_bytes(program.source) or "-",
         "bar/step": step.count("threadgroup_barrier("),
         "regs/thr": register_words(body),
         "regs/step": register_words(step),

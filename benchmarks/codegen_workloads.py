@@ -99,6 +99,26 @@ WORKLOADS: list[tuple[str, Callable[[], MslProgram]]] = [
 ]
 
 
+_DOT_RE = re.compile(r"^\s*// tt\.dot(?:_scaled)?\s+(\S+)", re.M)
+_OPERAND_RE = re.compile(r"// msltrans-dot: .*\boperand_bytes=(\d+)")
+
+
+def operand_bytes(source: str) -> int:
+    """Threadgroup bytes the kernel's dots need for their staged operand tiles (A and B as
+    staged, padding included): the sum over its tt.dot ops, each counted once however many
+    times its loop is emitted (a causal attention's two sweeps)."""
+    need: dict[str, int] = {}
+    site = ""
+    for line in source.splitlines():
+        dot = _DOT_RE.match(line)
+        if dot:
+            site = dot.group(1)
+        found = _OPERAND_RE.search(line)
+        if found:
+            need[site] = int(found.group(1))
+    return sum(need.values())
+
+
 def measure(program: MslProgram, loop_text: Callable[[str], str],
             register_words: Callable[[str], int]) -> dict[str, Any]:
     src = program.source
@@ -119,6 +139,7 @@ def measure(program: MslProgram, loop_text: Callable[[str], str],
         "frame": stack["frame_bytes"],
         "bar/iter": loop_text(src).count("threadgroup_barrier("),
         "tg bytes": program.shared_bytes,
+        "operands": operand_bytes(src) or "-",
         "unpadded": len(re.findall(r"// msltrans-dot: .* pad=no", src)),
     }
 

@@ -203,14 +203,17 @@ def _rowsum(rows: int, cols: int) -> Size:
                 hand, _bytes((rows * cols, 4), (rows, 4)))
 
 
-def _matmul(m: int, n: int, k: int, dtype: str, bk: int) -> Size:
-    launch = Launch(((m // 64) * (n // 64), 1, 1),
+def _matmul(m: int, n: int, k: int, dtype: str, bk: int, bm: int = 64, bn: int = 64,
+            warps: int = 4) -> Size:
+    """msltrans's tile bm x bn x bk on `warps` warps; the hand GEMM keeps its 64 x 64 x 16
+    on 4 simdgroups (the common yardstick of every tile)."""
+    launch = Launch(((m // bm) * (n // bn), 1, 1),
                     {"a_ptr": "a", "b_ptr": "b", "c_ptr": "c", "M": m, "N": n, "K": k,
                      "s_am": k, "s_ak": 1, "s_bk": n, "s_bn": 1, "s_cm": n, "s_cn": 1},
                     {"a_ptr": dtype, "b_ptr": dtype, "c_ptr": "*fp32", "M": "i32", "N": "i32",
                      "K": "i32", "s_am": "i32", "s_ak": "i32", "s_bk": "i32", "s_bn": "i32",
-                     "s_cm": "i32", "s_cn": "i32"}, {"BM": 64, "BN": 64, "BK": bk, "GROUP": 8},
-                    4)
+                     "s_cm": "i32", "s_cn": "i32"}, {"BM": bm, "BN": bn, "BK": bk, "GROUP": 8},
+                    warps)
     t = "half" if dtype == "*fp16" else "float"
     hand = Hand("gemm.metal", "gemm", 128, {"GEMM_T": t}, ((m // 64) * (n // 64), 1, 1),
                 ["a", "b", "c", ("i32", m), ("i32", n), ("i32", k)])
@@ -318,4 +321,12 @@ CASES = [
     Case("matmul fp32 ieee 2048^3, 64x64x32", "tiled_matmul", "TFLOP/s",
          _matmul(256, 256, 256, "*fp32", 32), _matmul(2048, 2048, 2048, "*fp32", 32), True,
          _ref_matmul, 1e-5, ">= 0.90 of hand GEMM"),
+] + [
+    Case(f"matmul {name} {size}^3, {bm}x{bn}x{bk} w{warps}", "tiled_matmul", "TFLOP/s",
+         _matmul(256, 256, 256, dtype, bk, bm, bn, warps),
+         _matmul(size, size, size, dtype, bk, bm, bn, warps), True, _ref_matmul, rtol,
+         "no regression against the hand GEMM")
+    for name, dtype, size, rtol in (("fp16->fp32", "*fp16", 4096, 1e-4),
+                                    ("fp32 ieee", "*fp32", 2048, 1e-5))
+    for bm, bn, bk, warps in ((128, 64, 32, 4), (128, 128, 16 if dtype == "*fp32" else 32, 8))
 ] + _attn_cases()

@@ -129,6 +129,7 @@ template <class To, class From> MSL_D To as_type(From f) {
 }
 template <class T> MSL_D T select(T a, T b, bool c) { return c ? b : a; }
 MSL_D float fabs(half x) { return fabsf(float(x)); }
+MSL_D half fma(half a, half b, half c) { return __hfma(a, b, c); }   // one rounding, as Metal's
 MSL_D bool isnan(half x) { return __hisnan(x); }
 MSL_D bool isinf(half x) { return __hisinf(x) != 0; }
 MSL_D bool signbit(half x) { return signbit(float(x)); }

@@ -109,10 +109,12 @@ def _map_param(p: str) -> tuple[KernelParam | None, str | None, str | None]:
 
 
 def map_msl(source: str, threads: int | None = None) -> Mapped:
-    """CUDA source for the one kernel in `source` (`threads` per threadgroup: taken from
-    msltrans's header comment when not given)."""
+    """CUDA source for the one kernel in `source` (`threads` per threadgroup: taken from the
+    kernel's `[[max_total_threads_per_threadgroup(N)]]` or msltrans's header comment when not
+    given)."""
     if threads is None:
-        m = re.search(r"-> (\d+) threads per threadgroup", source)
+        m = (re.search(r"\[\[max_total_threads_per_threadgroup\((\d+)\)\]\]", source)
+             or re.search(r"-> (\d+) threads per threadgroup", source))
         if not m:
             raise ValueError("threads per threadgroup unknown: pass threads=")
         threads = int(m.group(1))

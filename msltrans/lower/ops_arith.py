@@ -11,6 +11,7 @@ from msltrans.ir.types import ScalarType, TensorType
 from msltrans.lower import msl_types
 from msltrans.lower.emitter import LANE, REG, WARP, Emitter
 from msltrans.lower.fp_int import float_to_int
+from msltrans.lower.ops_arith_float import fma_function
 from msltrans.lower.ops_fp8 import fp8_literal, fp8_name
 from msltrans.lower.registry import lowers
 from msltrans.lower.support import need_support
@@ -95,10 +96,7 @@ def add_sub_f(em: Emitter, op: Op) -> None:
             continue
         a, b = (em.at(v) for v in mul.operands)
         other = em.at(op.operands[1 - index])
-        fma = "fma"
-        if em.ctype(op.results[0]) in ("half", "bfloat"):  # one rounding (NVIDIA fuses
-            need_support(em)                              # both: *_extra.npz muladd_*)
-            fma = f"msl_fma16<{em.ctype(op.results[0])}>"
+        fma = fma_function(em, em.ctype(op.results[0]))
         if index == 0:
             c = other if symbol == "+" else f"-{other}"
             expr = f"{fma}({a}, {b}, {c})"
@@ -271,6 +269,11 @@ def float_resize(em: Emitter, op: Op) -> None:
     assert isinstance(src_t, ScalarType) and isinstance(dst_t, ScalarType)
     if op.name == "arith.truncf" and op.attrs.get("roundingmode") not in (None, "to_nearest_even"):
         em.fail(f"truncf rounding mode {op.attrs['roundingmode']}", "only round-to-nearest-even")
+    from msltrans.lower.dot.state import take_prelowered
+
+    if take_prelowered(em, op):
+        em.line("// done by the K loop's epilogue: it read the accumulator back rounded")
+        return
     _, dst = _in_out(em, op)
     if {src_t.name, dst_t.name} == {"f16", "bf16"}:
         em.elementwise(op, lambda a: f"{dst}(float({a}))")  # exact via f32, no direct cast

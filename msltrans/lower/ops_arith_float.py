@@ -26,6 +26,16 @@ def float_ctype(em: Emitter, op: Op) -> str:
     return c
 
 
+def fma_function(em: Emitter, ctype: str) -> str:
+    """The MSL function of a one-rounding fma (NVIDIA's fma.rn, which it also fuses f16/bf16
+    `a*b+c` into: *_extra.npz muladd_*): Metal's `fma` for float and half (correctly rounded,
+    MSL Table 8.3); bfloat has no `fma` (MSL 6.5), so msltrans's emulation."""
+    if ctype == "bfloat":
+        need_support(em)
+        return "msl_fma16<bfloat>"
+    return "fma"
+
+
 @lowers("arith.negf")
 def negf(em: Emitter, op: Op) -> None:
     float_ctype(em, op)

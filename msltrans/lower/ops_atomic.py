@@ -2,9 +2,10 @@
 
 What is emitted and why it is sound is written up in docs/atomics.md. In short:
 - Metal's device atomics are relaxed; Triton's `sem` becomes `atomic_thread_fence`s around
-  each element's relaxed RMW (release: before, acquire: after, acq_rel: both) at the scope
-  Triton asked for (cta → threadgroup, gpu → device). C++ fence-fence synchronisation makes
-  that as strong as an acq_rel RMW. `sys` scope has no Metal equivalent and refuses.
+  the relaxed RMWs a thread performs for one op (release: before, acquire: after, acq_rel:
+  both; hoisted out of the element loop) at the scope Triton asked for (cta → threadgroup,
+  gpu → device). C++ fence-atomic synchronisation makes that as strong as an acq_rel RMW per
+  element. `sys` scope has no Metal equivalent and refuses.
 - A tensor element is updated once: only the owning (register, lane, warp) of a replicated
   layout performs it, and only where the mask is true. The old value is broadcast to the
   replicas through threadgroup scratch when the result is used. Masked-off results are 0.
@@ -165,13 +166,26 @@ def _perform(em: Emitter, op: Op, expr: str, operands: dict[str, Value], mask: V
     name = em.declare(out)
     owns = f"{L.owns_fn}({REG}, {LANE}, {WARP})"
     guard = owns + (f" && {em.at(mask)}" if mask else "")
+    # The fences go around the element loop, in a thread that performs at least one of its
+    # RMWs (docs/atomics.md, "Hoisted fences"): one release before all of this thread's
+    # elements, one acquire after them, instead of a pair around each element.
+    active = em.fresh("atomic_active") if (pre or post) and L.regs > 1 else ""
+    if active:
+        em.line(f"bool {active} = false;")
+        em.line(f"msl_unroll for (uint {REG} = 0; {REG} < {L.regs}u; ++{REG}) "
+                f"{active} = {active} || ({guard});")
+        if pre:
+            em.line(f"if ({active}) {pre}")
     em.line(f"msl_unroll for (uint {REG} = 0; {REG} < {L.regs}u; ++{REG}) {{")
     em.indent(1)
     em.line(f"{name}[{REG}] = {zero_literal(ct)};")
     call = _fill(expr, **{k: em.at(v) for k, v in operands.items()})
-    _guarded(em, guard, pre, call if void else f"{name}[{REG}] = {call};", post)
+    _guarded(em, guard, "" if active else pre, call if void else f"{name}[{REG}] = {call};",
+             "" if active else post)
     em.indent(-1)
     em.line("}")
+    if active and post:
+        em.line(f"if ({active}) {post}")
     if used and any(L.ll.free_masks()):
         numel = 1
         for d in L.ll.shape:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from msltrans.ir.model import Op
 from msltrans.lower.emitter import Emitter
-from msltrans.lower.ops_arith_float import float_ctype
+from msltrans.lower.ops_arith_float import float_ctype, fma_function
 from msltrans.lower.registry import lowers
 from msltrans.lower.support import need_support
 
@@ -66,12 +66,8 @@ def copysign(em: Emitter, op: Op) -> None:
 @lowers("math.fma")
 def fma(em: Emitter, op: Op) -> None:
     """One rounding (NVIDIA's fma.rn); Triton's interpreter rounds twice and is wrong."""
-    c = float_ctype(em, op)
-    if c == "float":
-        em.elementwise(op, lambda a, b, d: f"fma({a}, {b}, {d})")
-    else:
-        need_support(em)
-        em.elementwise(op, lambda a, b, d: f"msl_fma16<{c}>({a}, {b}, {d})")
+    function = fma_function(em, float_ctype(em, op))
+    em.elementwise(op, lambda a, b, d: f"{function}({a}, {b}, {d})")
 
 
 def _f32_only(em: Emitter, op: Op) -> None:

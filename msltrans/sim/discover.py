@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from msltrans.sim.errors import CompileError
 from msltrans.sim.prepare import KERNEL_MARK, Preprocessed
-from msltrans.sim.signatures import KernelSignature, parse_params
+from msltrans.sim.signatures import KernelSignature, eval_index, parse_params
 
 _HOST_NAME = re.compile(r'host_name\s*\(((?:\s*"(?:\\.|[^"\\])*")+)\s*\)')
 
@@ -90,14 +90,26 @@ def _skip_balanced(text: str, pos: int, open_ch: str, close_ch: str) -> int:
     raise CompileError(f"unbalanced `{open_ch}` in a kernel declaration")
 
 
-def _skip_blanks_and_attributes(text: str, pos: int, host: list[str],
+def _mark_span(text: str, match: re.Match[str]) -> tuple[int, int]:
+    """The kernel marker's extent: the whole `[[...]]` list when the marker is one of its
+    attributes (`[[kernel, max_total_threads_per_threadgroup(N)]]`, MLX's spelling), else
+    the marker itself."""
+    opened, closed = text.rfind("[[", 0, match.start()), text.rfind("]]", 0, match.start())
+    if opened >= 0 and opened > closed and match.group(0) == KERNEL_MARK:
+        end = text.find("]]", match.end())
+        if end >= 0 and text.find("[[", match.end(), end) < 0:
+            return opened, end + 2
+    return match.start(), match.end()
+
+
+def _skip_blanks_and_attributes(text: str, pos: int, attrs: list[str],
                                 spans: list[tuple[int, int]] | None = None) -> int:
     while True:
         while pos < len(text) and text[pos].isspace():
             pos += 1
         if text.startswith("[[", pos):
             end = text.index("]]", pos) + 2
-            host.extend(_host_names(text[pos:end]))
+            attrs.append(text[pos:end])
             if spans is not None:
                 spans.append((pos, end))
             pos = end
@@ -107,17 +119,17 @@ def _skip_blanks_and_attributes(text: str, pos: int, host: list[str],
             return pos
 
 
-def _parse_head(text: str, pos: int, host: list[str],
+def _parse_head(text: str, pos: int, attrs: list[str],
                 spans: list[tuple[int, int]] | None = None) -> _Head | None:
-    pos = _skip_blanks_and_attributes(text, pos, host, spans)
+    pos = _skip_blanks_and_attributes(text, pos, attrs, spans)
     match = re.compile(r"(?:static\s+)?(?:inline\s+)?void\b\s*").match(text, pos)
     if match is None and not text.startswith("decltype", pos):
         return None
     if match is not None:
-        pos = _skip_blanks_and_attributes(text, match.end(), host)
+        pos = _skip_blanks_and_attributes(text, match.end(), attrs)
     if text.startswith("decltype", pos):
         pos = _skip_balanced(text, text.index("(", pos), "(", ")")
-        pos = _skip_blanks_and_attributes(text, pos, host)
+        pos = _skip_blanks_and_attributes(text, pos, attrs)
     name = re.compile(r"[A-Za-z_][\w:]*").match(text, pos)
     if name is None:
         return None
@@ -137,7 +149,7 @@ def _parse_head(text: str, pos: int, host: list[str],
     return _Head(name.group(0), template_args, params, pos)
 
 
-def _is_template_definition(text: str, pos: int, host: list[str]) -> bool:
+def _is_template_definition(text: str, pos: int, attrs: list[str]) -> bool:
     """Whether the kernel marker at pos is preceded by `template <...>`."""
     i = pos
     while True:
@@ -145,7 +157,7 @@ def _is_template_definition(text: str, pos: int, host: list[str]) -> bool:
             i -= 1
         if text.endswith("]]", 0, i):
             start = text.rfind("[[", 0, i)
-            host.extend(_host_names(text[start:i]))
+            attrs.append(text[start:i])
             i = start
             continue
         break
@@ -177,55 +189,93 @@ def _callee(scope: str, name: str) -> str:
     return _qualify(scope, name) if scope else name
 
 
+_MAX_THREADS = re.compile(r"\bmax_total_threads_per_threadgroup\s*\(")
+
+
+def max_threads(attrs: list[str], kernel: str) -> int | None:
+    """The kernel's `[[max_total_threads_per_threadgroup(N)]]` (MSL 5.1.3), None without one.
+
+    Metal fails to make the pipeline state when N exceeds the device's 1024 threads per
+    threadgroup, and a dispatch of more than N threads per threadgroup fails: the simulator
+    refuses both. An N that names template parameters (known only per instantiation) is not
+    evaluated: such a kernel keeps the device's 1024."""
+    from msltrans.sim.library import MAX_THREADS_PER_THREADGROUP
+
+    found = None
+    for attribute in attrs:
+        match = _MAX_THREADS.search(attribute)
+        if match is None:
+            continue
+        end = _skip_balanced(attribute, match.end() - 1, "(", ")")
+        try:
+            found = eval_index(attribute[match.end():end - 1])
+        except (ValueError, SyntaxError):
+            return None
+        if not 1 <= found <= MAX_THREADS_PER_THREADGROUP:
+            raise CompileError(
+                f"kernel `{kernel}`: [[max_total_threads_per_threadgroup({found})]]: Metal "
+                f"allows 1 to {MAX_THREADS_PER_THREADGROUP} threads per threadgroup, and "
+                "fails to make the pipeline state for more (MSL 5.1.3)")
+    return found
+
+
 def find_kernels(pre: Preprocessed) -> tuple[list[KernelSignature], str]:
     """The kernels, and the text with the kernel markers blanked out."""
     text = pre.text
-    primaries: list[tuple[str, str, int]] = []   # template kernel definitions
-    plain: list[tuple[str, _Head, int]] = []
-    instantiations: list[tuple[str, _Head, int]] = []
+    primaries: list[tuple[str, str, int, list[str]]] = []   # template kernel definitions
+    plain: list[tuple[str, _Head, int, list[str]]] = []
+    instantiations: list[tuple[str, _Head, int, list[str]]] = []
     consumed: set[int] = set()
     blank: list[tuple[int, int]] = []
     for match in _INSTANTIATION.finditer(text):
         if not pre.in_user_code(match.start()):
             continue
-        host: list[str] = []
+        attrs: list[str] = []
         spans: list[tuple[int, int]] = []
-        head = _parse_head(text, match.end(), host, spans)
+        head = _parse_head(text, match.end(), attrs, spans)
         if head is None or not head.template_args:
             continue
         marks = [m.start() for m in _MARK.finditer(text, match.end(), head.end)]
+        host = [name for attribute in attrs for name in _host_names(attribute)]
         if not host and not marks:
             continue
         consumed.update(marks)
         # C++ allows no attributes after `template` in an explicit instantiation.
         blank.extend(spans)
         instantiations.append((host[0] if host else head.base + head.template_args, head,
-                               match.start()))
+                               match.start(), attrs))
     for match in _MARK.finditer(text):
         if match.start() in consumed:
             continue
-        host = []
-        head = _parse_head(text, match.end(), host)
+        attrs = []
+        start, end = _mark_span(text, match)
+        if (start, end) != (match.start(), match.end()):
+            attrs.append(text[start:end])
+        head = _parse_head(text, end, attrs)
         if head is None or head.params is None:
             continue
-        if _is_template_definition(text, match.start(), host):
-            primaries.append((head.base, head.params, match.start()))
+        if _is_template_definition(text, start, attrs):
+            primaries.append((head.base, head.params, match.start(), attrs))
         else:
-            plain.append((host[0] if host else _unqualified(head.base), head, match.start()))
-    positions = [pos for *_, pos in plain] + [pos for *_, pos in instantiations]
-    scopes = namespace_scopes(text, positions + [pos for *_, pos in primaries])
-    by_name = {base: params for base, params, _ in primaries}
-    by_qualified = {_qualify(scopes[pos], base): params for base, params, pos in primaries}
+            host = [name for attribute in attrs for name in _host_names(attribute)]
+            plain.append((host[0] if host else _unqualified(head.base), head, match.start(),
+                          attrs))
+    positions = [item[2] for item in plain] + [item[2] for item in instantiations]
+    scopes = namespace_scopes(text, positions + [item[2] for item in primaries])
+    by_name = {base: (params, attrs) for base, params, _, attrs in primaries}
+    by_qualified = {_qualify(scopes[pos], base): (params, attrs)
+                    for base, params, pos, attrs in primaries}
     kernels = [KernelSignature(name, _callee(scopes[pos], head.base),
-                               parse_params(head.params or "", name))
-               for name, head, pos in plain]
-    for name, head, pos in instantiations:
-        params = by_qualified.get(_qualify(scopes[pos], head.base),
-                                  by_name.get(head.base, head.params))
+                               parse_params(head.params or "", name), max_threads(attrs, name))
+               for name, head, pos, attrs in plain]
+    for name, head, pos, attrs in instantiations:
+        params, primary_attrs = by_qualified.get(_qualify(scopes[pos], head.base),
+                                                 by_name.get(head.base, (head.params, [])))
         if params is None:
             raise CompileError(f"kernel `{name}`: no parameter list for `{head.base}`")
         callee = _callee(scopes[pos], head.base) + head.template_args
-        kernels.append(KernelSignature(name, callee, parse_params(params, name)))
+        kernels.append(KernelSignature(name, callee, parse_params(params, name),
+                                       max_threads([*primary_attrs, *attrs], name)))
     chars = list(text)
     for start, end in blank:
         chars[start:end] = " " * (end - start)

@@ -86,7 +86,6 @@ def _as_dims(value: int | tuple[int, ...] | list[int], what: str) -> tuple[int, 
 class Kernel:
     """One kernel of a Library; call it like torch.mps's kernel objects."""
 
-    max_threads_per_threadgroup = MAX_THREADS_PER_THREADGROUP
     thread_execution_width = SIMD_WIDTH
 
     def __init__(self, library: Library, signature: KernelSignature, entry: int,
@@ -98,6 +97,13 @@ class Kernel:
         self._lanes = lanes   # the lanes entry (msltrans.sim.lanes), 0 where there is none
         self._lanes_frame_bytes = lanes_frame_bytes
         self._static_tg = 0
+
+    @property
+    def max_threads_per_threadgroup(self) -> int:
+        """Threads a dispatch may put in one threadgroup: the kernel's
+        `[[max_total_threads_per_threadgroup(N)]]` where it has one (Metal's pipeline state
+        reports that N), else the device's 1024."""
+        return self.signature.max_threads or MAX_THREADS_PER_THREADGROUP
 
     @property
     def lanes(self) -> bool:
@@ -149,7 +155,7 @@ class Kernel:
                           else first.numel())
         grid = _as_dims(threads, "threads")
         if group_size is None:
-            group = (min(grid[0], MAX_THREADS_PER_THREADGROUP),) + (1,) * (len(grid) - 1)
+            group = (min(grid[0], self.max_threads_per_threadgroup),) + (1,) * (len(grid) - 1)
         else:
             group = _as_dims(group_size, "group_size")
             if len(group) != len(grid):
@@ -161,6 +167,11 @@ class Kernel:
             raise LaunchError(f"kernel `{self.name}`: group_size {group} is {per_group} "
                               f"threads, over Metal's {MAX_THREADS_PER_THREADGROUP} per "
                               "threadgroup")
+        if per_group > self.max_threads_per_threadgroup:
+            raise LaunchError(f"kernel `{self.name}`: group_size {group} is {per_group} "
+                              "threads, over its [[max_total_threads_per_threadgroup("
+                              f"{self.max_threads_per_threadgroup})]]: Metal refuses the "
+                              "dispatch")
         tg_lengths = self._threadgroup_lengths(threadgroup_memory)
         if timeout is _UNSET:
             timeout = default_timeout()

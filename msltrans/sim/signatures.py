@@ -65,16 +65,21 @@ class KernelSignature:
     name: str          # host name: what lib.<name> is called
     callee: str        # C++ expression to call: f or f<float>
     params: tuple[Param, ...]
+    # [[max_total_threads_per_threadgroup(N)]] (MSL 5.1.3): a dispatch of more threads per
+    # threadgroup fails. None: the kernel has none (the device's 1024 hold).
+    max_threads: int | None = None
 
     def to_json(self) -> dict[str, object]:
         return {"name": self.name, "callee": self.callee,
-                "params": [asdict(p) for p in self.params]}
+                "params": [asdict(p) for p in self.params], "max_threads": self.max_threads}
 
     @staticmethod
     def from_json(data: dict[str, object]) -> KernelSignature:
         raw_params: list[dict[str, Any]] = data["params"]  # type: ignore[assignment]
         params = tuple(Param(**p) for p in raw_params)
-        return KernelSignature(str(data["name"]), str(data["callee"]), params)
+        limit = data.get("max_threads")
+        return KernelSignature(str(data["name"]), str(data["callee"]), params,
+                               None if limit is None else int(limit))  # type: ignore[call-overload]
 
 
 def builtin_value(param: Param) -> str:
@@ -95,7 +100,7 @@ def builtin_value(param: Param) -> str:
                        f"parameter `{param.name}`")
 
 
-def _eval_index(text: str) -> int:
+def eval_index(text: str) -> int:
     """Attribute indices after preprocessing: integer literals and + - * arithmetic."""
     tree = ast.parse(re.sub(r"(?<=\d)[uUlL]+\b", "", text.strip()), mode="eval")
 
@@ -119,7 +124,7 @@ _ATTRIBUTE = re.compile(r"\[\[(.*?)\]\]", re.S)
 
 
 def _buffer_index(kernel: str, name: str, arg: str | None) -> int:
-    index = _eval_index(arg or "0")
+    index = eval_index(arg or "0")
     if not 0 <= index <= MAX_BUFFER_INDEX:
         raise CompileError(f"kernel `{kernel}`: [[buffer({index})]] on `{name}`: Metal's buffer "
                            f"argument table has indices 0 to {MAX_BUFFER_INDEX}")
@@ -150,7 +155,7 @@ def parse_params(text: str, kernel: str) -> tuple[Param, ...]:
             if word == "buffer":
                 param = Param(name, type_text, "buffer", _buffer_index(kernel, name, arg))
             elif word == TG_ATTR_MARK:
-                param = Param(name, type_text, "threadgroup", _eval_index(arg or "0"))
+                param = Param(name, type_text, "threadgroup", eval_index(arg or "0"))
             elif word in BUILTINS:
                 param = Param(name, type_text, "builtin", builtin=word)
             elif word not in CXX and "::" not in word:

@@ -41,10 +41,12 @@ template <typename T> inline T msl_round_to_zero(float x) {
     if (fabs(float(r)) > fabs(x)) r = as_type<T>(ushort(as_type<ushort>(r) - ushort(1)));
     return r;
 }
-// fma of half/bfloat with one rounding, as NVIDIA's fma.rn.f16/bf16: the product is exact
-// in float (2x11 or 2x8 significant bits; bfloat products below 2^-126 excepted), the sum
-// is rounded to odd using the exact TwoSum error, and round-to-odd at 24 bits followed by
-// rounding to <= 11 bits equals one rounding of the exact value.
+// fma of bfloat with one rounding, as NVIDIA's fma.rn.bf16 (Metal has no bfloat fma; half
+// uses Metal's fma, correctly rounded by MSL Table 8.3, the same bits as this template's half
+// instance): the product is exact in float (2x11 or 2x8 significant bits; bfloat products
+// below 2^-126 excepted), the sum is rounded to odd using the exact TwoSum error, and
+// round-to-odd at 24 bits followed by rounding to <= 11 bits equals one rounding of the
+// exact value.
 template <typename T> inline T msl_fma16(T a, T b, T c) {
     float p = float(a) * float(b);
     float s = p + float(c);

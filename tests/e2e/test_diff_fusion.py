@@ -81,8 +81,9 @@ def test_fp_fusion_follows_the_option(dtype: str, fusion: bool) -> None:
     sig = {"a_ptr": ptr, "b_ptr": ptr, "c_ptr": ptr, "out_ptr": ptr, "n": "i32"}
     program = compile_typed(fusion_kernel, sig, {"BLOCK": BLOCK}, enable_fp_fusion=fusion)
     body = program.source[program.source.index("kernel void"):]
-    marker = "fma(" if dtype == "float32" else f"msl_fma16<{np_ctype(dtype)}>("
+    marker = "msl_fma16<bfloat>(" if dtype == "bfloat16" else "fma("
     assert (marker in body) == fusion
+    assert "msl_fma16<half>" not in body   # Metal's fma on half rounds once (Table 8.3)
     launch(program, (triton.cdiv(n, BLOCK),), a, b, c, out, n)
     got = out.reshape(5, n)
     with np.errstate(all="ignore"):

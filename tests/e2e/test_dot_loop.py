@@ -73,6 +73,25 @@ def test_grouped_matmul(dtype: str, shape: tuple[int, int, int], blocks: tuple[i
                                .astype(np.float32), rtol=2**-10, atol=1e-3)
 
 
+@pytest.mark.parametrize(("dtype", "shape", "blocks", "num_warps", "passes"), [
+    ("float16", (100, 90, 64), (64, 64, 32), 4, 2),
+    ("float16", (150, 70, 48), (128, 64, 32), 4, 4),
+    ("float32", (70, 64, 40), (64, 64, 16), 4, 2),
+])
+def test_epilogue_passes_in_the_operand_region(dtype: str, shape: tuple[int, int, int],
+                                               blocks: tuple[int, int, int], num_warps: int,
+                                               passes: int) -> None:
+    """The resident accumulator leaves the loop through the A/B region in row passes (no
+    threadgroup memory beyond the operands'), edge tiles masked: bits of the in-order chain."""
+    m, n, k = shape
+    program, c, fa, fb = _matmul(grouped_matmul_kernel, m, n, k, dtype, blocks, num_warps,
+                                 "auto", np.float16, EPILOGUE="")
+    (stats,) = dot_stats(program)
+    assert stats["c"] == "resident" and int(stats["passes"]) == passes
+    assert program.shared_bytes == int(stats["scratch_bytes"])   # the operands' own need
+    assert same_bits(c, chain(fa, fb).astype(np.float16))
+
+
 def test_grouped_matmul_leaky_transposed() -> None:
     m, n, k = 32, 32, 40
     program, c, fa, fb = _matmul(grouped_matmul_kernel, m, n, k, "float16", (16, 16, 16), 4,

@@ -16,12 +16,14 @@ from msltrans.workloads.dot_kernels import k_loop_variant_kernel
 from tests.e2e.dot_support import TRITON_PTR, compile_with, dot_stats, randn, run, same_bits
 from tests.support.fma import fma_chain_matmul
 
+# C moves in row passes that fit in the loop's A/B region (lower/dot/simdgroup.pass_rows):
+# the prologue and epilogue add no threadgroup memory of their own.
 CASES = [  # (M, N, BK, num_warps, dtype, mode, passes)
-    (128, 64, 16, 4, "float16", "plain", 1),
-    (64, 128, 16, 4, "float32", "init", 1),
-    (128, 128, 16, 8, "float16", "plain", 2),   # C is 64 KB: two passes of 64 rows
-    (128, 128, 8, 8, "float32", "init", 2),
-    (64, 64, 16, 8, "float32", "plain", 1),   # 4 units for 8 simdgroups: half of them idle
+    (128, 64, 16, 4, "float16", "plain", 4),   # 8,448 bytes of A/B: passes of 32 rows
+    (64, 128, 16, 4, "float32", "init", 2),
+    (128, 128, 16, 8, "float16", "plain", 4),
+    (128, 128, 8, 8, "float32", "init", 4),
+    (64, 64, 16, 8, "float32", "plain", 2),   # 4 units for 8 simdgroups: half of them idle
 ]
 
 

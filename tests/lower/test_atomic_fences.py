@@ -1,7 +1,9 @@
 """Where the atomics lowering puts its fences (docs/atomics.md, "Memory semantics and scope").
 
 Metal's device atomics are relaxed; Triton's `sem` becomes `atomic_thread_fence`s in the
-thread that performs each element's relaxed RMW, inside the same owner/mask guard:
+thread that performs each element's relaxed RMW, inside the same owner/mask guard where a
+thread holds one element, around its element loop where it holds several ("Hoisted
+fences"):
 release → fence before, acquire → fence after, acq_rel → both, relaxed → none, at
 `thread_scope_device` for scope="gpu" and `thread_scope_threadgroup` for scope="cta";
 scope="sys" refuses. Scalar atomics (thread 0) add a program-wide barrier before a release
@@ -157,6 +159,45 @@ def test_fences_around_the_atomic(case: str, sem: str, scope: str) -> None:
         assert guard.startswith("if (L") and "_owns(" in guard
         assert BARRIER not in section[:start]
     if case in ("tensor_add_i32", "tensor_add_i64", "tensor_umax_u64"):  # type-check it
+        check_msl_compiles(source)
+
+
+HOISTED = {  # tensor cases whose threads hold several elements (BLOCK 512 on 4 warps: 4)
+    name: CASES[name] for name in ("tensor_add_i32", "tensor_add_f16", "tensor_cas_i32",
+                                   "tensor_add_i64")}
+
+
+@pytest.mark.parametrize("scope", ["gpu", "cta"])
+@pytest.mark.parametrize("sem", SEMS)
+@pytest.mark.parametrize("case", sorted(HOISTED))
+def test_fences_hoisted_around_the_element_loop(case: str, sem: str, scope: str) -> None:
+    """Several elements a thread: one release fence before the element loop and one acquire
+    fence after it, each only in a thread that performs at least one of the loop's RMWs
+    (docs/atomics.md, "Hoisted fences"); the RMWs inside stay relaxed and unfenced."""
+    fn, sig, cx, op, call, _ = HOISTED[case]
+    source = compile_typed(fn, sig, {"SEM": sem, "SCOPE": scope, **cx, "BLOCK": 512}).source
+    fence = FENCE.format(SCOPES[scope]) + ";"
+    pre, post = _fences(sem)
+    section = _section(source, op)
+    start, body = _guarded(section, call)
+    assert len(body) == 1 and call in body[0], body   # no fence per element
+    assert source.count("atomic_thread_fence(") == pre + post
+    loop = max(i for i in range(start) if section[i].startswith("msl_unroll for"))
+    close = next(i for i in range(start + len(body) + 2, len(section)) if section[i] == "}")
+    if not (pre or post):
+        assert not any("atomic_active" in line for line in section)
+        return
+    active = re.match(r"bool (atomic_active_\d+) = false;", section[loop - 2 - pre])
+    assert active, section[:loop]
+    flag = active.group(1)
+    # the flag: any element this thread owns and the mask keeps
+    guard = section[start][len("if ("):-len(") {")]
+    assert section[loop - 1 - pre].endswith(f"{flag} = {flag} || ({guard});")
+    if pre:
+        assert section[loop - 1] == f"if ({flag}) {fence}"
+    after = section[close + 1] if close + 1 < len(section) else ""
+    assert (after == f"if ({flag}) {fence}") == bool(post)
+    if case == "tensor_add_i32":
         check_msl_compiles(source)
 
 

@@ -43,6 +43,29 @@ def test_program_metadata() -> None:
     check_msl_compiles(p.source)
 
 
+@pytest.mark.parametrize("num_warps", [1, 4, 8])
+def test_kernel_states_its_group_size(num_warps: int) -> None:
+    """`[[max_total_threads_per_threadgroup(num_warps * 32)]]` on the kernel (MSL 5.1.3): the
+    pipeline's maximum is the group size every launch uses, and a larger dispatch is refused
+    (on the simulator as on Apple's GPU)."""
+    import msltrans.sim as sim
+
+    p = _add_program(num_warps=num_warps, block=256)
+    t = 32 * num_warps
+    assert f"[[max_total_threads_per_threadgroup({t})]]\nkernel void vadd_kernel(" in p.source
+    kernel = getattr(sim.compile_shader(p.source), p.kernel_name)
+    assert kernel.max_threads_per_threadgroup == t
+    a, b = np.arange(256, dtype=np.float32), np.ones(256, np.float32)
+    out = np.zeros(256, np.float32)
+    kernel(*p.engine_args((a, b, out, 256)), threads=(t, 1, 1), group_size=(t, 1, 1),
+           arg_casts=p.arg_casts)
+    np.testing.assert_array_equal(out, a + b)
+    if t < 1024:
+        with pytest.raises(sim.LaunchError, match="max_total_threads_per_threadgroup"):
+            kernel(*p.engine_args((a, b, out, 256)), threads=(2 * t, 1, 1),
+                   group_size=(2 * t, 1, 1), arg_casts=p.arg_casts)
+
+
 def test_msl_is_annotated() -> None:
     src = _add_program().source
     assert "Triton kernel `vadd_kernel` (kernels.py:" in src
@@ -69,6 +92,7 @@ def test_registry_miss_names_op_and_line(monkeypatch) -> None:  # noqa: ANN001
 
 
 def test_registry_rejects_double_registration() -> None:
+    supported_ops()  # every family registered, whatever ran before in this worker
     with pytest.raises(RuntimeError, match="registered twice"):
         @lowers("tt.make_range")
         def other(em, op) -> None:  # noqa: ANN001

@@ -193,6 +193,45 @@ def test_too_many_threads_per_group(sim):
         lib.early_exit(np.zeros(2048, np.float32), threads=(66, 32), group_size=(33, 32))
 
 
+MAX_THREADS = HEADER + """
+[[max_total_threads_per_threadgroup(64)]]
+kernel void capped(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+    out[i] = float(i);
+}
+[[kernel, max_total_threads_per_threadgroup(2 * 64)]] void capped_list(
+        device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+    out[i] = float(i);
+}
+"""
+
+
+def test_dispatch_over_max_total_threads_per_threadgroup(sim):
+    """MSL 5.1.3: the attribute caps the pipeline's threads per threadgroup; Metal refuses a
+    dispatch over it, and so does the simulator (both spellings of the attribute)."""
+    lib = sim.compile_shader(MAX_THREADS)
+    assert lib.capped.max_threads_per_threadgroup == 64
+    assert lib.capped_list.max_threads_per_threadgroup == 128
+    out = np.zeros(256, np.float32)
+    lib.capped(out, threads=256, group_size=64)
+    np.testing.assert_array_equal(out, np.arange(256, dtype=np.float32))
+    lib.capped_list(out, threads=256, group_size=128)
+    lib.capped(out, threads=256)   # the default group size is the kernel's maximum
+    with pytest.raises(sim.LaunchError, match=r"96 threads.*per_threadgroup\(64\)"):
+        lib.capped(out, threads=192, group_size=96)
+    with pytest.raises(sim.LaunchError, match=r"256 threads.*\(128\)"):
+        lib.capped_list(out, threads=(16, 16), group_size=(16, 16))
+
+
+def test_max_total_threads_over_1024_is_a_compile_error(sim):
+    src = HEADER + """[[max_total_threads_per_threadgroup(2048)]]
+kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+    out[i] = 1.0f;
+}
+"""
+    with pytest.raises(sim.CompileError, match="2048.*1 to 1024"):
+        sim.compile_shader(src)
+
+
 def test_threadgroup_memory_over_32k(sim):
     lib = sim.compile_shader(BIG_TG)
     with pytest.raises(sim.ThreadgroupMemoryError, match="32768") as info:

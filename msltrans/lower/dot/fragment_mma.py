@@ -131,7 +131,8 @@ def stats(info: DotInfo, p: FragPlan, barriers: int,
         ("mma", info.m // 8 * info.n // 8 * info.k // 8),
         ("mma_per_simdgroup", p.tm * p.tn * info.k // 8), ("a", a), ("b", b),
         ("c", "zero" if zero_c else "regs"), ("d", "regs"),
-        ("scratch_bytes", p.staged_bytes), ("barriers", barriers),
+        ("scratch_bytes", p.staged_bytes), ("operand_bytes", p.a_bytes + p.b_bytes),
+        ("barriers", barriers),
         ("lda", p.a_tile.ld if p.a_tile else 0), ("ldb", p.b_tile.ld), ("pad", "yes"),
     ]
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from msltrans.abi.limits import THREADGROUP_MEMORY_BYTES
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir.model import Op, Value
 from msltrans.lower.dot import staging
@@ -35,6 +34,7 @@ from msltrans.lower.dot.simdgroup import (
     c_tile,
     is_zero_splat,
     mma_params,
+    pass_bytes,
     pass_rows,
     stage_operands,
     stats,
@@ -137,11 +137,15 @@ class ResidentLoop:
         for r, mats, carried in self.members:
             # The result's only use re-lays it out (e.g. for a coalesced store): read it
             # back in that layout directly, one trip through scratch instead of two.
-            convert = self._only_convert(em, r)
+            convert, narrow = self._only_convert(em, r)
+            out_t = "float"
             if convert is not None:
                 L_o = em.layout(convert.results[0])
                 carried = em.declare(convert.results[0], convert.results[0].name or "acc_out")
                 prelower(em, convert)
+                if narrow is not None:  # the read-back rounds, as the truncf would
+                    prelower(em, narrow)
+                    out_t = em.ctype(narrow.results[0])
             else:
                 L_o = em.layout(r.info.out)
             em.line(f"// resident accumulator {mats} -> {carried} (loop result)")
@@ -150,22 +154,33 @@ class ResidentLoop:
                 render(em, "simdgroup_mma", p=mma_params(r.info, r.plan, init="", steps=False,
                                                          store=True, acc=mats, rows=rows))
                 em.line("threadgroup_barrier(mem_flags::mem_threadgroup);  // all tiles stored")
-                staging.read_back(em, carried, L_o, c_tile(r.info, r.plan), "float", rows)
+                staging.read_back(em, carried, L_o, c_tile(r.info, r.plan), out_t, rows)
                 em.indent(-1)
                 em.line("}")
             _active(em).pop(r.info.out.id, None)
 
-    def _only_convert(self, em: Emitter, r: Resident) -> Op | None:
-        """The ttg.convert_layout that is the loop result's only use, if it is."""
+    def _only_convert(self, em: Emitter, r: Resident) -> tuple[Op | None, Op | None]:
+        """(the ttg.convert_layout that is the loop result's only use, None), or (that
+        convert, the arith.truncf between them) when the result's only use is a
+        round-to-nearest-even truncf whose only use is the convert (a matmul storing fp16 or
+        bf16); (None, None) otherwise."""
         if self.loop is None:
-            return None
-        result = self.loop.results[r.index]
-        users = em.users.get(result.id, [])
+            return None, None
+        value = self.loop.results[r.index]
+        narrow = None
+        users = em.users.get(value.id, [])
+        if len(users) == 1 and users[0][0].name == "arith.truncf" \
+                and users[0][0].attrs.get("roundingmode") in (None, "to_nearest_even") \
+                and em.ctype(users[0][0].results[0]) in ("half", "bfloat"):
+            narrow = users[0][0]
+            value = narrow.results[0]
+            users = em.users.get(value.id, [])
         if len(users) != 1 or users[0][0].name != "ttg.convert_layout":
-            return None
+            return None, None
         convert = users[0][0]
-        same_element = em.ctype(convert.results[0]) == "float"
-        return convert if same_element else None
+        if em.ctype(convert.results[0]) != em.ctype(value):
+            return None, None
+        return convert, narrow
 
 
 def _open_scratch(em: Emitter, r: Resident) -> None:
@@ -173,8 +188,7 @@ def _open_scratch(em: Emitter, r: Resident) -> None:
     the scratch are done (the caller closes it)."""
     em.line("{")
     em.indent(1)
-    scratch = em.need_scratch(min(r.plan.c_bytes(r.info.batch, r.info.m),
-                                  THREADGROUP_MEMORY_BYTES))
+    scratch = em.need_scratch(pass_bytes(r.info, r.plan))
     render(em, "scratch_region", ctype="float", name="sc", scratch=scratch, byte_offset=0)
     em.line("threadgroup_barrier(mem_flags::mem_threadgroup);  // earlier scratch "
             "readers done")

@@ -94,12 +94,12 @@ def plan(em: Emitter, info: DotInfo) -> SimdPlan | None:
             break
     else:
         return None
-    # C moving alone (a resident loop's prologue/epilogue): padded unless that takes more
-    # row passes than the plain rows.
-    ldc = staging.padded(n, "float")
-    if _passes(batch, m, ldc) > _passes(batch, m, n):
-        ldc = n
+    # C moving alone (a resident loop's prologue/epilogue, in the operands' own region):
+    # padded unless that takes more row passes than the plain rows.
     ab = a_bytes + b_bytes
+    ldc = staging.padded(n, "float")
+    if _passes(batch, m, ldc, ab) > _passes(batch, m, n, ab):
+        ldc = n
     per_dot = [c for c in (ldc, n) if align16(batch * m * c * 4) + ab <= THREADGROUP_MEMORY_BYTES]
     warps = em.layout(info.out).ll.num_warps
     tm, tn = _tiles(info.m // 8, info.n // 8, info.batch, warps)
@@ -109,9 +109,12 @@ def plan(em: Emitter, info: DotInfo) -> SimdPlan | None:
                     per_dot[0] if per_dot else n, a_bytes, b_bytes, bool(per_dot))
 
 
-def _passes(batch: int, m: int, ldc: int) -> int:
-    """Row passes moving an m x ldc fp32 C through scratch takes (by rows of 8)."""
-    rows = THREADGROUP_MEMORY_BYTES // (ldc * 4) // 8 * 8
+def _passes(batch: int, m: int, ldc: int, budget: int) -> int:
+    """Row passes moving an m x ldc fp32 C through `budget` bytes of scratch takes (by rows
+    of 8)."""
+    rows = max(budget, 0) // (ldc * 4) // 8 * 8
+    if rows == 0 and budget < THREADGROUP_MEMORY_BYTES:
+        return _passes(batch, m, ldc, THREADGROUP_MEMORY_BYTES)
     return -(-batch * m // rows) if rows else 1 << 30
 
 
@@ -121,16 +124,28 @@ def c_tile(info: DotInfo, p: SimdPlan, per_dot: bool = False) -> staging.Tile:
 
 
 def pass_rows(info: DotInfo, p: SimdPlan) -> list[tuple[int, int] | None]:
-    """[None] when C moves through scratch at once, else the [lo, hi) row ranges of its
-    passes (each a multiple of a unit's rows); [] when even that is impossible."""
-    if p.c_bytes(info.batch, info.m) <= THREADGROUP_MEMORY_BYTES:
-        return [None]
-    if info.batch != 1:
-        return []  # batched C too large to move: the caller keeps the register path
-    rows = THREADGROUP_MEMORY_BYTES // (p.ldc * 4) // (8 * p.tm) * (8 * p.tm)
-    if rows == 0:
-        return []
-    return [(lo, min(lo + rows, info.m)) for lo in range(0, info.m, rows)]
+    """How a resident loop's C (fp32) moves through scratch, before and after the loop:
+    [None] at once, else the [lo, hi) row ranges of its passes (each a multiple of a unit's
+    rows); [] when even that is impossible. The passes fit in the loop's operand region
+    (A and B, `ab_bytes`), so the epilogue adds no threadgroup memory of its own; only where
+    not even one unit's rows fit there do they take up to Metal's 32 KB."""
+    c_bytes = p.c_bytes(info.batch, info.m)
+    for budget in (p.ab_bytes, THREADGROUP_MEMORY_BYTES):
+        if c_bytes <= budget:
+            return [None]
+        if info.batch != 1:
+            continue  # a batched C moves at once or not at all
+        rows = budget // (p.ldc * 4) // (8 * p.tm) * (8 * p.tm)
+        if rows:
+            return [(lo, min(lo + rows, info.m)) for lo in range(0, info.m, rows)]
+    return []  # the caller keeps the register path
+
+
+def pass_bytes(info: DotInfo, p: SimdPlan) -> int:
+    """Scratch bytes of C's largest pass (pass_rows)."""
+    return max(p.c_bytes(info.batch, info.m) if rows is None
+               else align16((rows[1] - rows[0]) * p.ldc * 4)
+               for rows in pass_rows(info, p))
 
 
 def stats(info: DotInfo, p: SimdPlan, regs: int) -> list[tuple[str, object]]:
@@ -139,7 +154,8 @@ def stats(info: DotInfo, p: SimdPlan, regs: int) -> list[tuple[str, object]]:
         ("units", p.units), ("warps", p.num_warps), ("slots", p.slots),
         ("mma", info.batch * info.m // 8 * info.n // 8 * info.k // 8),
         ("mma_per_simdgroup", p.slots * p.tm * p.tn * info.k // 8),
-        ("scratch_bytes", p.c_bytes(info.batch, info.m, True) + p.ab_bytes), ("barriers", 3),
+        ("scratch_bytes", p.c_bytes(info.batch, info.m, True) + p.ab_bytes),
+        ("operand_bytes", p.ab_bytes), ("barriers", 3),
         ("regs_out", regs), ("mma_regs", 2 * (p.tm * p.tn + p.tm + p.tn)),
         ("lda", p.lda), ("ldb", p.ldb), ("pad", "yes" if p.lda != info.k else "no"),
     ]

@@ -98,18 +98,45 @@ MSL_SIM_F2(powr, __builtin_powf(v, w))
 MSL_SIM_F2(nextafter, __builtin_nextafterf(v, w))
 MSL_SIM_F2(step, w < v ? 0.0f : 1.0f)
 MSL_SIM_F2(divide, v / w)
-MSL_SIM_F3(fma, __builtin_fmaf(v, w, u))
 MSL_SIM_F3(fmax3, __detail::fmax_(__detail::fmax_(v, w), u))
 MSL_SIM_F3(fmin3, __detail::fmin_(__detail::fmin_(v, w), u))
 MSL_SIM_F3(median3, __detail::fmax_(__detail::fmin_(v, w), __detail::fmin_(__detail::fmax_(v, w), u)))
 // mix(x, y, a) = x + (y - x) * a, as Metal documents it.
 MSL_SIM_F3(mix, v + (w - v) * u)
 MSL_SIM_F3(smoothstep, ({ float t = __detail::fmin_(__detail::fmax_((u - v) / (w - v), 0.0f), 1.0f); t * t * (3.0f - 2.0f * t); }))
-// Half/bfloat fma is fmaf on the widened inputs, then one rounding to T: the product is
-// exact in float, but the float sum and the final rounding may double-round (rare).
 #undef MSL_SIM_F1
 #undef MSL_SIM_F2
 #undef MSL_SIM_F3
+
+// fma rounds once (MSL Table 8.3: correctly rounded for float and half). For half an fmaf
+// of the widened inputs rounded to half would round twice: the product (2x11 significant
+// bits) is exact in float, the sum is not, and a float sum that lands on a half midpoint
+// then rounds to even the wrong way. So the float sum is rounded to odd instead (TwoSum
+// gives its exact error; an inexact sum with an even last bit steps one unit toward the
+// exact value): rounding to odd at 24 bits, then to nearest at <= 11 bits, is one rounding
+// of the exact value. bfloat takes the same path (its product is exact in float unless it
+// falls below 2^-126).
+namespace __detail {
+template <class S> inline S fma_(S a, S b, S c) {
+    if constexpr (sizeof(S) == 4) {
+        return __builtin_fmaf(a, b, c);
+    } else {
+        float p = (float)a * (float)b, z = (float)c;
+        float s = p + z;
+        float back = s - p;
+        float err = (p - (s - back)) + (z - back);
+        unsigned int bits = __builtin_bit_cast(unsigned int, s);
+        if (err != 0.0f && __builtin_isfinite(s) && (bits & 1u) == 0u)
+            s = __builtin_bit_cast(float, (err > 0.0f) == (s > 0.0f) ? bits + 1u : bits - 1u);
+        return (S)s;
+    }
+}
+}  // namespace __detail
+template <class T> inline __detail::if_fp<T> fma(T x, T y, T z) {
+    typedef __detail::S_of<T> S;
+    return __detail::map3(x, y, z, [](S a, S b, S c) -> S { return __detail::fma_<S>(a, b, c); });
+}
+inline float fma(float v, float w, float u) { return __builtin_fmaf(v, w, u); }
 
 // Scalar-argument forms Metal also has (vector x, scalar bounds / weight / edge).
 template <class T> inline __detail::if_fp<T> clamp(T x, T lo, T hi) { return fmin(fmax(x, lo), hi); }
