@@ -33,6 +33,7 @@ SIM_NO_PCH = "MSLTRANS_SIM_NO_PCH"
 SIM_LANES_CHECK_LIVE = "MSLTRANS_SIM_LANES_CHECK_LIVE"
 SIM_LANES_TRACE = "MSLTRANS_SIM_LANES_TRACE"
 TRACEBACK = "MSLTRANS_TRACEBACK"
+RECORD_MSL = "MSLTRANS_RECORD_MSL"
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,10 @@ SETTINGS: tuple[Setting, ...] = (
             f"the lanes pass says why a kernel has no lanes entry ({_SIM}, \"Lanes mode\")",
             c_reader="the lanes pass"),
     Setting(TRACEBACK, "MSLTRANS_TRACEBACK=1", "full Python tracebacks from the `msltrans` CLI"),
+    Setting(RECORD_MSL, "MSLTRANS_RECORD_MSL=DIR",
+            "write every kernel's MSL to `DIR/<kernel>-<sha256[:16]>.metal` as it is lowered "
+            "(`scripts/msl_identity.py` compares two such records: is the MSL of every test "
+            "kernel byte-identical at two git refs?)"),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}

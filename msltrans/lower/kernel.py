@@ -23,7 +23,7 @@ from msltrans.lower.dot.fragments import plan_encodings
 from msltrans.lower.emitter import COHERENT, Emitter, sanitize
 from msltrans.lower.kernel_args import ARGS_NAME, ArgsStruct, layout_struct
 from msltrans.lower.pointer_offsets import offset_roots, split_bases
-from msltrans.lower.program import MslParam, MslProgram
+from msltrans.lower.program import MslParam, MslProgram, record
 from msltrans.lower.templates import render
 
 
@@ -172,13 +172,13 @@ def lower_module(module: Module, kernel: str | None = None, *,
                                        location=fn.loc.short(), hint="num_warps <= 32")
     # The fragment dots' pinned tiles and the shared scratch must fit together: else fewer
     # pinned bytes, then none (lower/dot/fragment_loop.py).
-    for level in (PIN_SEPARATE, PIN_SHARED):
+    for level in (PIN_SEPARATE, PIN_SHARED, PIN_NONE):
         program = _lower(module, fn, threads, enable_fp_fusion, msl_version_target,
                          fragments, pin_tiles=level)
-        if program.shared_bytes <= THREADGROUP_MEMORY_BYTES:
-            return program
-    return _lower(module, fn, threads, enable_fp_fusion, msl_version_target, fragments,
-                  pin_tiles=PIN_NONE)
+        if program.shared_bytes <= THREADGROUP_MEMORY_BYTES or level == PIN_NONE:
+            break
+    record(program)  # MSLTRANS_RECORD_MSL (scripts/msl_identity.py)
+    return program
 
 
 def _lower(module: Module, fn: Function, threads: int, enable_fp_fusion: bool,

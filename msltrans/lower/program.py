@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
+
+from msltrans import settings
 
 
 @dataclass(frozen=True)
@@ -75,3 +81,20 @@ class MslProgram:
             values = [a for a, p in zip(args, self.params, strict=True) if p.kind == "scalar"]
             out.append(ScalarPacker(scalars, self.args_size).pack(values))
         return out
+
+
+def record(program: MslProgram) -> None:
+    """Write the kernel's MSL to `$MSLTRANS_RECORD_MSL/<kernel>-<sha256[:16]>.metal` when that
+    variable names a folder (scripts/msl_identity.py compares two such records)."""
+    folder = settings.raw(settings.RECORD_MSL)
+    if not folder:
+        return
+    text = program.source.encode()
+    path = Path(folder) / f"{program.kernel_name}-{hashlib.sha256(text).hexdigest()[:16]}.metal"
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".record-")
+    with os.fdopen(fd, "wb") as f:
+        f.write(text)
+    os.replace(tmp, path)  # whole files only, when test workers record side by side
