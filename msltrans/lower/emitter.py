@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from dataclasses import KW_ONLY, dataclass, field
+from typing import NoReturn, TypeVar, cast
 
-from msltrans import msl_version
+from msltrans import msl_version as _versions
 from msltrans.abi.limits import THREADGROUP_MEMORY_BYTES
 from msltrans.analysis.axis_info import AxisAnalysis
 from msltrans.errors import MetalNonRecoverableError
-from msltrans.ir.model import Block, Op, Value
+from msltrans.ir.model import Block, Module, Op, Value
 from msltrans.ir.types import TensorType
 from msltrans.lower import msl_ascii, msl_types
-from msltrans.lower.layouts import LayoutRef, LayoutTable
-from msltrans.lower.registry import lookup
+from msltrans.lower.layouts import LayoutRef, LayoutTable, run_dim
+from msltrans.lower.registry import checks, lookup
 from msltrans.lower.templates import macros
 from msltrans.lower.unroll import cap_unroll
 
@@ -45,41 +46,65 @@ def sanitize(name: str) -> str:
     return name
 
 
+S = TypeVar("S")
+
+
+@dataclass(eq=False, repr=False)
 class Emitter:
-    def __init__(self, layouts: LayoutTable | None = None, *,
-                 enable_fp_fusion: bool = True) -> None:
-        self.layouts = layouts or LayoutTable()
-        self.enable_fp_fusion = enable_fp_fusion
-        self.uses: dict[int, int] = {}  # value id → number of operand uses (whole function)
-        self.producers: dict[int, Op] = {}  # value id → defining op
-        self.users: dict[int, list[tuple[Op, int]]] = {}  # value id → (user op, operand #)
-        self.lines: list[str] = []
-        self._indent = 1
-        self._names: dict[int, str] = {}
-        self._used: set[str] = set()
-        self.scratch_bytes = 0
-        self.tiles_live = 0  # loops whose fragment dots' tiles are pinned, being emitted
-        self.scratch_beside_tiles = 0  # the most scratch any user needs while they are
-        self.op: Op | None = None  # the op being lowered (for error locations)
-        self.prelude: list[str] = []  # program-scope MSL (constant tables), emitted once
-        # Axis facts of the function being emitted (msltrans.analysis.axis_info), when known:
-        # they let loads and stores go vector-wide (vector_access.py).
-        self.axis: AxisAnalysis | None = None
-        # buffer index -> alignment in bytes the emitted accesses assume (MslProgram).
-        self.buffer_alignment: dict[int, int] = {}
-        self.msl_version = msl_version.DEFAULT  # the target (lower_module sets it)
-        self.msl_features: set[str] = set()  # version-gated features the kernel uses
-        # Pointer values whose MSL type carries coherent(device) (lower/coherence.py).
-        self.coherent_values: frozenset[int] = frozenset()
-        # Pointer values held as 32-bit element offsets: value id -> the MSL name of the
-        # buffer argument they count from (lower/pointer_offsets.py).
-        self.offset_base: dict[int, str] = {}
-        # ... and the addresses among them emitted as (argument + base) + offset.
-        self.split_address: dict[int, tuple[Value, Value]] = {}
+    """Everything one function's lowering keeps (the kernel's body, or a noinline helper's in
+    ops_call.py): declared here, field by field. An op family's own state is a class of that
+    family with a no-argument constructor, reached through `family(ThatClass)`."""
+
+    layouts: LayoutTable = field(default_factory=LayoutTable)
+    _: KW_ONLY
+    enable_fp_fusion: bool = True  # Triton's option: fmul + fadd -> fma (ops_arith.py)
+    # The module (tt.call finds its callees here; None: lowering one function alone).
+    module: Module | None = None
+    # The pinned-tiles level of the fragment dots (dot/state.py PIN_*; kernel.py tries them
+    # in turn until the kernel fits Metal's threadgroup memory). 0: none pinned.
+    pin_tiles: int = 0
+    # Use analysis of the function (analyse): value id -> number of operand uses, -> the
+    # defining op, -> (user op, operand #).
+    uses: dict[int, int] = field(default_factory=dict)
+    producers: dict[int, Op] = field(default_factory=dict)
+    users: dict[int, list[tuple[Op, int]]] = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)  # the body, indented
+    prelude: list[str] = field(default_factory=list)  # program scope (tables, helpers), once
+    scratch_bytes: int = 0  # threadgroup scratch the body needs (need_scratch)
+    tiles_live: int = 0  # loops whose fragment dots' tiles are pinned, being emitted
+    scratch_beside_tiles: int = 0  # the most scratch any user needs while they are
+    op: Op | None = None  # the op being lowered (for error locations)
+    # Axis facts of the function being emitted (msltrans.analysis.axis_info), when known:
+    # they let loads and stores go vector-wide (vector_access.py).
+    axis: AxisAnalysis | None = None
+    # buffer index -> alignment in bytes the emitted accesses assume (MslProgram).
+    buffer_alignment: dict[int, int] = field(default_factory=dict)
+    msl_version: int = _versions.DEFAULT  # the target (lower_module sets it)
+    msl_features: set[str] = field(default_factory=set)  # version-gated features used
+    # Pointer values whose MSL type carries coherent(device) (lower/coherence.py).
+    coherent_values: frozenset[int] = frozenset()
+    # Pointer values held as 32-bit element offsets: value id -> the MSL name of the
+    # buffer argument they count from (lower/pointer_offsets.py).
+    offset_base: dict[int, str] = field(default_factory=dict)
+    # ... and the addresses among them emitted as (argument + base) + offset.
+    split_address: dict[int, tuple[Value, Value]] = field(default_factory=dict)
+    # Op families' own state (`family`): its class -> the one instance.
+    families: dict[type, object] = field(default_factory=dict)
+    _indent: int = field(default=1, init=False)
+    _names: dict[int, str] = field(default_factory=dict, init=False)  # value id -> MSL name
+    _used: set[str] = field(default_factory=set, init=False)  # MSL names taken
+
+    def family(self, kind: type[S]) -> S:
+        """The state of one op family for this function: an instance of `kind`, made on
+        first use."""
+        state = self.families.get(kind)
+        if state is None:
+            state = self.families[kind] = kind()
+        return cast(S, state)
 
     def require_msl(self, feature: str, what: str) -> None:
         """Use a version-gated MSL feature (msltrans/msl_version.py), or refuse the op."""
-        msl_version.require(feature, self.msl_version, what=what, location=self.where(),
+        _versions.require(feature, self.msl_version, what=what, location=self.where(),
                             op=self.op.name if self.op else None)
         self.msl_features.add(feature)
 
@@ -223,8 +248,6 @@ class Emitter:
         """How many consecutive registers of `v` (from a multiple of that count) the axis
         facts prove equal: the run of its layout's first register bases along one dim, cut
         to the value's constancy there; 1 when nothing is proved."""
-        from msltrans.lower.vector_access import run_dim
-
         if self.axis is None:
             return 1
         ll = self.layout(v).ll
@@ -286,12 +309,11 @@ class Emitter:
             self.emit_op(op)
 
     def emit_op(self, op: Op) -> None:
-        from msltrans.lower.ops_fp8 import guard as fp8_guard
-
         fn = lookup(op)
         outer, self.op = self.op, op
         try:
-            fp8_guard(self, op)  # fp8 is storage only: arithmetic on it refuses
+            for check in checks():  # e.g. fp8 is storage only (ops_fp8.guard)
+                check(self, op)
             self.line(f"// {op.name}  {op.loc.short()}")
             fn(self, op)
         finally:

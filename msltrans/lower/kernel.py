@@ -18,8 +18,8 @@ from msltrans.ir.types import PointerType, ScalarType
 from msltrans.lower import coherence, msl_ascii, msl_types, ops_debug
 from msltrans.lower.cfg import emit_region
 from msltrans.lower.dot.choose import fragments_enabled
-from msltrans.lower.dot.fragment_loop import PIN_NONE, PIN_SEPARATE, PIN_SHARED, pinned_bytes
 from msltrans.lower.dot.fragments import plan_encodings
+from msltrans.lower.dot.state import PIN_NONE, PIN_SEPARATE, PIN_SHARED, pinned_bytes
 from msltrans.lower.emitter import COHERENT, Emitter, sanitize
 from msltrans.lower.kernel_args import ARGS_NAME, ArgsStruct, layout_struct
 from msltrans.lower.pointer_offsets import offset_roots, split_bases
@@ -183,8 +183,7 @@ def lower_module(module: Module, kernel: str | None = None, *,
 
 def _lower(module: Module, fn: Function, threads: int, enable_fp_fusion: bool,
            msl_version_target: int | None, fragments: bool, *, pin_tiles: int) -> MslProgram:
-    em = Emitter(enable_fp_fusion=enable_fp_fusion)
-    em.pin_tiles = pin_tiles  # type: ignore[attr-defined]
+    em = Emitter(enable_fp_fusion=enable_fp_fusion, pin_tiles=pin_tiles)
     em.axis = AxisAnalysis(fn)
     em.msl_version = msl_version_target or msl_version.target()
     name = sanitize(fn.name)
@@ -197,7 +196,7 @@ def _lower(module: Module, fn: Function, threads: int, enable_fp_fusion: bool,
     if fragments:  # dot results kept in simdgroup fragments (lower/dot/fragments.py)
         em.layouts.rewrites = plan_encodings(module, module.num_warps, em.users, em.uses,
                                               em.producers)
-    em.module = module  # type: ignore[attr-defined]  # tt.call finds its callees here
+    em.module = module  # tt.call finds its callees here
     coherent_buffers = _coherent(em, fn, module, bindings)
     emit_region(em, fn.body)  # several blocks when Triton lowered an early return
     debug_sites = ops_debug.finish(em)  # tt.print / tt.assert: one hidden buffer after the rest

@@ -155,3 +155,19 @@ class LayoutTable:
 
     def all(self) -> list[LayoutRef]:
         return list(self._refs.values())
+
+
+def run_dim(bases: tuple[tuple[int, ...], ...]) -> tuple[int, int]:
+    """(dim, k): the first k register bases are 1, 2, ..., 2^(k-1) along `dim`."""
+    if not bases:
+        return 0, 0
+    first = bases[0]
+    nonzero = [d for d, x in enumerate(first) if x]
+    if len(nonzero) != 1 or first[nonzero[0]] != 1:
+        return 0, 0
+    dim, k = nonzero[0], 0
+    for i, b in enumerate(bases):
+        if any(x for d, x in enumerate(b) if d != dim) or b[dim] != 1 << i:
+            break
+        k += 1
+    return dim, k

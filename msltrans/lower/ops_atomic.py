@@ -135,7 +135,7 @@ def _guarded(em: Emitter, guard: str, pre: str, stmt: str, post: str) -> None:
 
 
 def _result_used(em: Emitter, op: Op) -> bool:
-    uses = getattr(em, "uses", None)
+    uses = em.uses
     return not uses or uses.get(op.results[0].id, 0) > 0  # no use analysis: assume used
 
 
@@ -289,8 +289,7 @@ def atomic_poll(em: Emitter, op: Op) -> None:
     ct = _elem_ctype(em, ptr)
     once = _poll_timeout(em, op)
     out = op.results[0]
-    uses = getattr(em, "uses", None)
-    used = not uses or uses.get(out.id, 0) > 0
+    used = not em.uses or em.uses.get(out.id, 0) > 0
     tensor = em.is_tensor(ptr)
     if tensor:
         L = em.layout(ptr)

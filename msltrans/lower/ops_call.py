@@ -9,6 +9,8 @@ scratch are passed along. Recursion refuses (MSL has none).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from msltrans.ir.model import Function, Op
 from msltrans.ir.text import symbol_ref
 from msltrans.ir.types import PointerType, ScalarType
@@ -47,17 +49,18 @@ class _CalleeEmitter(Emitter):
             self.op = outer
 
 
-def _state(em: Emitter) -> dict:
-    """Per-kernel call state, shared by the kernel's emitter and every callee's."""
-    state = getattr(em, "call_state", None)
-    if state is None:
-        state = {"done": {}, "active": set()}
-        em.call_state = state  # type: ignore[attr-defined]
-    return state
+@dataclass
+class _Calls:
+    """Per kernel, shared by the kernel's emitter and every helper's (`_emit_function`)."""
+
+    # callee symbol -> (its MSL function, whether it takes the scratch array)
+    done: dict[str, tuple[str, bool]] = field(default_factory=dict)
+    active: set[str] = field(default_factory=set)  # callees being emitted (recursion)
+    msl_names: set[str] = field(default_factory=set)  # the MSL functions' names
 
 
 def _callee(em: Emitter, op: Op) -> Function:
-    module = getattr(em, "module", None)
+    module = em.module
     # An MLIR symbol, bare or quoted, read whole: Triton names each specialisation of a
     # helper by its constants (`f__i32__(2,)cconstexpr_3_` on 3.6, `"f_c-5"` on 3.7 on).
     sym = symbol_ref(op.text)
@@ -70,10 +73,10 @@ def _callee(em: Emitter, op: Op) -> Function:
     em.fail(f"callee @{callee} is not in the module")
 
 
-def _msl_name(state: dict, symbol: str) -> str:
+def _msl_name(state: _Calls, symbol: str) -> str:
     """A distinct MSL identifier per callee symbol: two symbols that sanitize alike (say
     `f_c-5` and `f_c_5`) get different names."""
-    taken = state.setdefault("msl_names", set())
+    taken = state.msl_names
     base = "tt_" + sanitize(symbol)
     name, k = base, 1
     while name in taken:
@@ -83,17 +86,16 @@ def _msl_name(state: dict, symbol: str) -> str:
 
 
 def _emit_function(em: Emitter, op: Op, fn: Function) -> tuple[str, bool]:
-    state = _state(em)
-    if fn.name in state["done"]:
-        return state["done"][fn.name]
-    if fn.name in state["active"]:
+    state = em.family(_Calls)
+    if fn.name in state.done:
+        return state.done[fn.name]
+    if fn.name in state.active:
         em.fail(f"recursive call of @{fn.name}", "Metal has no recursion")
-    state["active"].add(fn.name)
-    sub = _CalleeEmitter(em.layouts, enable_fp_fusion=getattr(em, "enable_fp_fusion", True))
-    sub.prelude = em.prelude  # constant tables and nested callees go to the same program
-    sub.module = getattr(em, "module", None)  # type: ignore[attr-defined]
-    sub.call_state = state  # type: ignore[attr-defined]
-    sub.op = op
+    state.active.add(fn.name)
+    # Constant tables and nested callees go to the same program (prelude); the call state
+    # is the kernel's.
+    sub = _CalleeEmitter(em.layouts, enable_fp_fusion=em.enable_fp_fusion, module=em.module,
+                         prelude=em.prelude, families={_Calls: state}, op=op)
     params = []
     for arg in fn.args:
         if not isinstance(arg.value.type, ScalarType | PointerType):
@@ -108,9 +110,8 @@ def _emit_function(em: Emitter, op: Op, fn: Function) -> tuple[str, bool]:
         ref = "*" if sub.is_tensor(r) else "&"
         params.append(f"thread {sub.ctype(r)}{ref} {name}")
         sub.outputs.append(name)
-    if hasattr(sub, "analyse"):
-        for block in fn.body.blocks:
-            sub.analyse(block)
+    for block in fn.body.blocks:
+        sub.analyse(block)
     emit_region(sub, fn.body)
     uses_scratch = sub.scratch_bytes > 0
     em.scratch_bytes = max(em.scratch_bytes, sub.scratch_bytes)
@@ -122,8 +123,8 @@ def _emit_function(em: Emitter, op: Op, fn: Function) -> tuple[str, bool]:
     text = "\n".join([f"// @triton.jit(noinline=True) helper {fn.name} ({fn.loc.short()})",
                       head, "{", *sub.lines, "}"])
     em.prelude.append(text)
-    state["active"].discard(fn.name)
-    state["done"][fn.name] = (msl_name, uses_scratch)
+    state.active.discard(fn.name)
+    state.done[fn.name] = (msl_name, uses_scratch)
     return msl_name, uses_scratch
 
 

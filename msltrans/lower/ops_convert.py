@@ -7,6 +7,8 @@ from msltrans.abi.limits import THREADGROUP_MEMORY_BYTES
 from msltrans.ir.model import Op, Value
 from msltrans.ir.types import TensorType
 from msltrans.layout import gather_registers
+from msltrans.lower.dot.choose import folds_convert  # a tt.dot operand it stages itself
+from msltrans.lower.dot.state import take_prelowered
 from msltrans.lower.emitter import LANE, WARP, Emitter
 from msltrans.lower.registry import lowers
 
@@ -39,9 +41,6 @@ def convert_through_scratch(em: Emitter, src: Value, out: Value) -> None:
 @lowers("ttg.convert_layout")
 def convert_layout(em: Emitter, op: Op) -> None:
     src, out = op.operands[0], op.results[0]
-    from msltrans.lower.dot.choose import folds_convert  # a tt.dot operand it stages itself
-    from msltrans.lower.dot.state import take_prelowered
-
     if take_prelowered(em, op):
         em.line("// done by the K loop's epilogue: its accumulator was read back in this layout")
         return

@@ -40,9 +40,10 @@ _STORAGE = {"bool": "i1", "char": "i8", "short": "i16", "int": "i32", "long": "i
 
 @dataclass
 class DebugState:
-    """Per kernel: the site table that travels in the kernel metadata."""
+    """Per kernel: the site table that travels in the kernel metadata. `function` is the
+    kernel's name, set by `begin`; a noinline helper's emitter has none (ops_call.py)."""
 
-    function: str
+    function: str | None = None
     sites: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, site: dict[str, Any]) -> int:
@@ -55,8 +56,8 @@ def _macros() -> Any:
 
 
 def _state(em: Emitter) -> DebugState:
-    state = getattr(em, "debug", None)
-    if not isinstance(state, DebugState):
+    state = em.family(DebugState)
+    if state.function is None:
         em.fail("device_print / device_assert inside a noinline function",
                 "call it in the kernel itself, or drop noinline=True from the helper")
     if not state.sites:
@@ -179,14 +180,14 @@ def assert_(em: Emitter, op: Op) -> None:
 
 def begin(em: Emitter, function: str) -> None:
     """Called by lower_module before the body: lowerings here find their state on `em`."""
-    em.debug = DebugState(function)  # type: ignore[attr-defined]
+    em.family(DebugState).function = function
 
 
 def finish(em: Emitter) -> tuple[dict[str, Any], ...]:
     """After the body: the site table (empty when the kernel neither prints nor asserts);
     when not empty, the body gets its per-thread call counter."""
-    state = getattr(em, "debug", None)
-    if not isinstance(state, DebugState) or not state.sites:
+    state = em.family(DebugState)
+    if not state.sites:
         return ()
     em.lines.insert(0, f"    uint {SEQ} = 0u;  // print/assert calls so far (orders records)")
     return tuple(state.sites)

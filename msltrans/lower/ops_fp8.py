@@ -7,9 +7,10 @@ overflow and ±inf become ±max), NaN becomes 0x7f; rtz is only defined for f32 
 (truncation; ±inf stays ±inf), the one rtz fp8 downcast NVIDIA's backend compiles.
 The helpers live in templates/fp8_support.metal. docs/semantics.md has the details.
 
-This module registers no op of its own: tt.fp_to_fp (ops_tt_math) calls `fp8_convert`,
-arith.constant (ops_arith) calls `fp8_literal`, and the emitter calls `guard` before every
-op so that arithmetic on an fp8 value refuses instead of computing on the raw bytes.
+This module lowers no op of its own: tt.fp_to_fp (ops_tt_math) calls `fp8_convert`,
+arith.constant (ops_arith) calls `fp8_literal`, and `guard` runs before every op (registered
+with `before_every_op`) so that arithmetic on an fp8 value refuses instead of computing on
+the raw bytes.
 """
 
 from __future__ import annotations
@@ -17,15 +18,13 @@ from __future__ import annotations
 import functools
 import math
 import struct
-from typing import TYPE_CHECKING
 
 from msltrans.ir.model import Op
 from msltrans.ir.types import ScalarType, TensorType, Type
+from msltrans.lower.emitter import Emitter
 from msltrans.lower.msl_types import FP8_TYPES
+from msltrans.lower.registry import before_every_op
 from msltrans.lower.templates import TEMPLATE_DIR
-
-if TYPE_CHECKING:
-    from msltrans.lower.emitter import Emitter
 
 # (mantissa bits, exponent bias, max finite code, has inf)
 FORMATS = {"f8E4M3FN": (3, 7, 0x7E, False), "f8E5M2": (2, 15, 0x7B, True)}
@@ -59,6 +58,7 @@ def fp8_name(t: Type) -> str | None:
     return None
 
 
+@before_every_op
 def guard(em: Emitter, op: Op) -> None:
     """Refuse an op that would compute on fp8 bytes (Triton's front end casts first)."""
     if op.name in STORAGE_OPS:

@@ -12,6 +12,8 @@ barriers, prints) would run per element under divergent control flow, and is ref
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from msltrans.ir.model import Op, Region
 from msltrans.lower.cfg import emit_region
 from msltrans.lower.emitter import Emitter
@@ -34,10 +36,16 @@ def _check_region(em: Emitter, region: Region) -> None:
                 _check_region(em, inner)
 
 
+@dataclass
+class _Returns:
+    """Per function: for each tt.map_elementwise being emitted (innermost last), the MSL
+    slots its scalar function's returns assign."""
+
+    stack: list[list[str]] = field(default_factory=list)
+
+
 def _stack(em: Emitter) -> list[list[str]]:
-    if not hasattr(em, "map_returns"):
-        em.map_returns = []  # type: ignore[attr-defined]
-    return em.map_returns  # type: ignore[attr-defined]
+    return em.family(_Returns).stack
 
 
 @lowers("tt.map_elementwise")

@@ -15,6 +15,11 @@ from msltrans.ir.model import Op, Value
 from msltrans.ir.types import TensorType
 from msltrans.layout import gather_registers
 from msltrans.lower.emitter import LANE, REG, WARP, Emitter
+from msltrans.lower.ops_convert import (
+    ELEMENT_BYTES,
+    SCRATCH_CHUNK_BYTES,
+    convert_through_scratch,
+)
 from msltrans.lower.registry import lowers
 
 
@@ -87,8 +92,6 @@ def reshape(em: Emitter, op: Op) -> None:
     if _move(em, op, [src], lambda c: (0, _row_major(src_shape, L_out.ll.flat(c)))):
         return
     # Row-major flat indices agree between a tensor and its reshape: go through scratch.
-    from msltrans.lower.ops_convert import convert_through_scratch
-
     convert_through_scratch(em, src, out)
 
 
@@ -151,8 +154,6 @@ def cat(em: Emitter, op: Op) -> None:
 
 def _cat_through_scratch(em: Emitter, lhs: Value, rhs: Value, out: Value) -> None:
     """Owners write lhs at row-major flat f and rhs at numel + f; all read by result flat."""
-    from msltrans.lower.ops_convert import ELEMENT_BYTES, SCRATCH_CHUNK_BYTES
-
     c = em.ctype(out)
     # Pointers travel as ulong; 16-bit floats as their bits, so every payload (signalling
     # NaNs included) comes out unchanged.

@@ -29,7 +29,7 @@ Roots = frozenset[int] | None  # None: unknown, may alias any buffer
 
 
 def kernel_argument_ids(em: Emitter) -> frozenset[int]:
-    module = getattr(em, "module", None)
+    module = em.module
     if module is None:
         return frozenset()
     return frozenset(a.value.id for a in module.function().args)

@@ -1,4 +1,5 @@
-"""Op name → lowering function. Family modules register with `@lowers(...)`.
+"""Op name → lowering function. Family modules register with `@lowers(...)`, and checks that
+run before every op's lowering with `@before_every_op`.
 
 Every module named `ops_*.py` in this package or a subpackage (a family that grew into a
 folder, e.g. dot/) is imported on first use, so a new op family is a new file: no edit to
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 
 Lowering = Callable[["Emitter", "Op"], None]
 _REGISTRY: dict[str, Lowering] = {}
+_CHECKS: list[Lowering] = []
 _loaded = False
 
 
@@ -32,6 +34,13 @@ def lowers(*names: str) -> Callable[[Lowering], Lowering]:
             _REGISTRY[name] = fn
         return fn
     return register
+
+
+def before_every_op(check: Lowering) -> Lowering:
+    """Run `check(em, op)` before the lowering of every op (it refuses with `em.fail`)."""
+    if check not in _CHECKS:
+        _CHECKS.append(check)
+    return check
 
 
 def _load_families() -> None:
@@ -55,6 +64,12 @@ def lookup(op: Op) -> Lowering:
             "no Metal lowering for this op", op=op.name, location=op.loc.short(),
             hint="supported ops: msltrans.lower.registry.supported_ops()")
     return fn
+
+
+def checks() -> tuple[Lowering, ...]:
+    """The `before_every_op` checks, in registration order."""
+    _load_families()
+    return tuple(_CHECKS)
 
 
 def supported_ops() -> list[str]:

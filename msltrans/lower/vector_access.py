@@ -21,6 +21,8 @@ from msltrans.ir.model import Value
 from msltrans.ir.types import PointerType
 from msltrans.lower import msl_types
 from msltrans.lower.emitter import Emitter
+from msltrans.lower.layouts import run_dim
+from msltrans.lower.pointer_roots import kernel_argument_ids, roots
 
 # Element types a run may carry, with their size in bytes. (bool is loaded through a char
 # pointer and converted per element; pointers-to-pointers stay scalar.)
@@ -56,25 +58,9 @@ def pointee(em: Emitter, ptr: Value) -> str:
     return msl_types.ctype(ptr.type, em.where()).split()[-1].rstrip("*")
 
 
-def run_dim(bases: tuple[tuple[int, ...], ...]) -> tuple[int, int]:
-    """(dim, k): the first k register bases are 1, 2, ..., 2^(k-1) along `dim`."""
-    if not bases:
-        return 0, 0
-    first = bases[0]
-    nonzero = [d for d, x in enumerate(first) if x]
-    if len(nonzero) != 1 or first[nonzero[0]] != 1:
-        return 0, 0
-    dim, k = nonzero[0], 0
-    for i, b in enumerate(bases):
-        if any(x for d, x in enumerate(b) if d != dim) or b[dim] != 1 << i:
-            break
-        k += 1
-    return dim, k
-
-
 def plan(em: Emitter, ptr: Value, mask: Value | None) -> VectorPlan | None:
     """The widest provably correct run for accesses through the tensor of pointers `ptr`."""
-    axis = getattr(em, "axis", None)
+    axis = em.axis
     if axis is None or not em.is_tensor(ptr):
         return None
     elem = pointee(em, ptr)
@@ -146,21 +132,18 @@ def require_alignment(em: Emitter, ptr: Value, nbytes: int) -> None:
     """Record that accesses through `ptr` assume its buffer(s) `nbytes`-aligned where the
     launcher's specialisation said so, for engines that place buffers themselves (the
     simulator must keep a host tensor's alignment: MslProgram.buffer_alignment)."""
-    from msltrans.lower.pointer_roots import kernel_argument_ids, roots
-
-    module = getattr(em, "module", None)
+    module = em.module
     if module is None:
         return
     fn = module.function()
     args = kernel_argument_ids(em)
     found = roots(em, ptr, args)
-    need: dict[int, int] = getattr(em, "buffer_alignment", {})
+    need = em.buffer_alignment
     # Pointers bind buffer 0, 1, ... in argument order (lower/kernel.py); scalars do not.
     pointers = [arg for arg in fn.args if isinstance(arg.value.type, PointerType)]
     for buffer, arg in enumerate(pointers):
         if found is None or arg.value.id in found:
             need[buffer] = max(need.get(buffer, 1), min(nbytes, arg.divisibility or 1))
-    em.buffer_alignment = need  # type: ignore[attr-defined]
 
 
 def element_bits(elem: str, value: object) -> int | None:

@@ -29,59 +29,16 @@ dot back on the shared scratch).
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass, field
 
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir.model import Op, Region, Value
 from msltrans.lower.dot import staging
+from msltrans.lower.dot.choose import choose
 from msltrans.lower.dot.fragment_mma import FragPlan, operand_source
 from msltrans.lower.dot.info import BYTES, align16, check, render
+from msltrans.lower.dot.state import PIN_SEPARATE, TILES, Pinned, tile_arena
 from msltrans.lower.emitter import Emitter
-
-TILES = "msl_tiles"
-# em.pin_tiles levels (kernel.py tries them in turn until the kernel fits 32 KB):
-PIN_SEPARATE = 2  # every dot's tiles at their own offsets
-PIN_SHARED = 1  # loop-invariant tiles at their own offsets, the per-step ones share one
-PIN_NONE = 0  # every dot on the shared scratch
-
-
-@dataclass
-class Pinned:
-    """Where one fragment-path dot's staged operands live during its loop."""
-
-    offsets: dict[str, int]  # "sa" / "sb" -> byte offset in msl_tiles
-    hoisted: set[str]  # the tiles staged before the loop
-    lead_barrier: bool  # a barrier before this dot's in-loop copies
-
-    @property
-    def stages_in_loop(self) -> bool:
-        return bool(set(self.offsets) - self.hoisted)
-
-
-@dataclass
-class _Arena:
-    top: int = 0
-    high: int = 0
-    pinned: dict[int, Pinned] = field(default_factory=dict)  # tt.dot result id -> Pinned
-
-
-_arenas: weakref.WeakKeyDictionary[Emitter, _Arena] = weakref.WeakKeyDictionary()
-
-
-def _arena(em: Emitter) -> _Arena:
-    return _arenas.setdefault(em, _Arena())
-
-
-def pinned_bytes(em: Emitter) -> int:
-    """Bytes of `msl_tiles` the kernel needs (0: none)."""
-    a = _arenas.get(em)
-    return a.high if a else 0
-
-
-def pinned(em: Emitter, dot_out: Value) -> Pinned | None:
-    a = _arenas.get(em)
-    return a.pinned.get(dot_out.id) if a else None
 
 
 def _defined_in(region: Region) -> set[int]:
@@ -101,8 +58,6 @@ def _calls(region: Region) -> bool:
 
 
 def _fragment_plan(em: Emitter, dot: Op) -> FragPlan | None:
-    from msltrans.lower.dot.choose import choose
-
     outer = em.op
     try:
         em.op = dot
@@ -124,7 +79,7 @@ class FragmentLoop:
     def leave(self, em: Emitter) -> None:
         if not self.dots:
             return
-        a = _arena(em)
+        a = tile_arena(em)
         for d in self.dots:
             a.pinned.pop(d, None)
         a.top = self.mark
@@ -134,7 +89,7 @@ class FragmentLoop:
 def enter_loop(em: Emitter, loop: Op) -> FragmentLoop:
     """Before scf.for `loop`'s header: pin the tiles of the fragment-path dots directly in
     its body and stage the loop-invariant operands (module docstring)."""
-    if not getattr(em, "pin_tiles", False) or len(loop.regions[0].blocks) != 1:
+    if not em.pin_tiles or len(loop.regions[0].blocks) != 1:
         return FragmentLoop()
     block = loop.regions[0].blocks[0]
     if _calls(loop.regions[0]):
@@ -143,7 +98,7 @@ def enter_loop(em: Emitter, loop: Op) -> FragmentLoop:
              for p in [_fragment_plan(em, op)] if p is not None]
     if not plans:
         return FragmentLoop()
-    a = _arena(em)
+    a = tile_arena(em)
     handle = FragmentLoop(mark=a.top)
     inside = _defined_in(loop.regions[0])
     shared = em.pin_tiles < PIN_SEPARATE  # in-loop tiles of all dots at one offset

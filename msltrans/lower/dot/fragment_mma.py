@@ -29,9 +29,9 @@ from msltrans.lower.dot import staging
 from msltrans.lower.dot.fragments import MAX_FRAGMENT_TILES, is_fragment
 from msltrans.lower.dot.info import BYTES, DotInfo, align16, render
 from msltrans.lower.dot.simdgroup import is_zero_splat
-from msltrans.lower.dot.state import staging_source
+from msltrans.lower.dot.state import TILES, pinned, staging_source
 from msltrans.lower.emitter import WARP, Emitter
-from msltrans.lower.vector_access import run_dim
+from msltrans.lower.layouts import run_dim
 
 _FLOAT_STAGE = {"float", "half", "bfloat"}
 
@@ -141,8 +141,6 @@ def emit(em: Emitter, info: DotInfo, p: FragPlan) -> None:
     """One tt.dot on the fragment path: stage what is not in registers, multiply, done.
     Inside a loop its tiles may be pinned (fragment_loop.py): then the loop-invariant ones
     were staged before the loop and the barrier before the copies may be elided."""
-    from msltrans.lower.dot.fragment_loop import TILES, pinned
-
     zero_c = is_zero_splat(em, info.c)
     c = "" if zero_c else em.name(info.c)
     a = em.name(staging_source(em, info.a)) if p.a_regs else ""
