@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from msltrans.ir.model import Op, Value
 from msltrans.ir.types import PointerType, ScalarType
-from msltrans.lower import msl_types, ops_volatile, run_bounds, vector_access
+from msltrans.lower import align_keys, msl_types, ops_volatile, run_bounds, vector_access
 from msltrans.lower.emitter import LANE, REG, TID, WARP, Emitter
 from msltrans.lower.layouts import LayoutRef
 from msltrans.lower.pointer_roots import shares_buffer_with_other_access
@@ -135,8 +135,9 @@ def _access_stats(em: Emitter, kind: str, ptr: Value, p: vector_access.VectorPla
     """`// msltrans-mem:` line: what one thread issues for this access (benchmarks read it)."""
     regs = em.regs(ptr)
     width = p.width if p is not None else 1
-    nbytes = p.nbytes if p is not None else vector_access.ELEMENT_BYTES.get(
-        vector_access.pointee(em, ptr), 0)
+    elem_bytes = vector_access.ELEMENT_BYTES.get(vector_access.pointee(em, ptr), 0)
+    nbytes = p.nbytes if p is not None else elem_bytes
+    align_keys.note_narrow_access(em, ptr, nbytes, elem_bytes)
     bound = f" bound={p.bound}" if p is not None and p.bound else ""
     em.line(f"// msltrans-mem: {kind} elements={regs} width={width} bytes={nbytes} "
             f"accesses={regs // width}{bound}")
