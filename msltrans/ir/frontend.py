@@ -56,14 +56,16 @@ def _jit_from_source(src: str, name: str | None) -> Any:
 def to_ttgir(fn_or_src: Any, signature: dict[str, str], constexprs: dict[str, Any] | None = None,
              num_warps: int = 4, *, kernel_name: str | None = None,
              arch: str = DEFAULT_CHIP, divisible_by_16: tuple[str, ...] = (),
-             within_2gb: tuple[str, ...] = ()) -> Any:
+             within_2gb: tuple[str, ...] = (), divisibility: dict[str, int] | None = None
+             ) -> Any:
     """Run Triton's front end and the Metal pass pipeline; returns the live TTGIR module.
 
     `signature` maps every argument name to a Triton type string ("*fp32", "i32", ...) or
     "constexpr"; `constexprs` gives the constexpr values by name; `divisible_by_16` names the
     arguments the JIT would specialise as multiples of 16 (`tt.divisibility = 16`);
     `within_2gb` the pointer arguments whose buffers it would see under 2 GB
-    (`tt.pointer_range = 32`).
+    (`tt.pointer_range = 32`); `divisibility` other stated divisibilities by name (what a
+    launch-time alignment variant states: msltrans/runtime/align_variants.py).
     """
     fn = _jit_from_source(fn_or_src, kernel_name) if isinstance(fn_or_src, str) else fn_or_src
     constexprs = dict(constexprs or {})
@@ -76,6 +78,9 @@ def to_ttgir(fn_or_src: Any, signature: dict[str, str], constexprs: dict[str, An
         attrs.setdefault((fn.arg_names.index(a),), []).append(["tt.divisibility", 16])
     for a in within_2gb:
         attrs.setdefault((fn.arg_names.index(a),), []).append(["tt.pointer_range", 32])
+    for a, d in (divisibility or {}).items():
+        at = attrs.setdefault((fn.arg_names.index(a),), [])
+        at[:] = [x for x in at if x[0] != "tt.divisibility"] + [["tt.divisibility", d]]
     src = ASTSource(fn, sig, constexprs, attrs)
     ctx = ir.context()
     ir.load_dialects(ctx)
