@@ -198,3 +198,6 @@ def _workload_kernel(module: str, name: str) -> Any:
 # Tutorial 06's forward: device tensor descriptors, the online softmax in a helper, causal as
 # two sweeps; writes O and the row statistic (base-2 log-sum-exp) for the backward.
 flash_attn_fwd = _workload_kernel("tests.e2e.workloads.test_attention", "flash_attn_fwd")
+
+# Tutorial 06's backward shape (dK, dV then dQ in one program): timed beside the forward.
+flash_attn_bwd = _workload_kernel("tests.e2e.workloads.test_attention", "flash_attn_bwd")

@@ -27,8 +27,12 @@ kernel void gemm(device const GEMM_T* A [[buffer(0)]], device const GEMM_T* B [[
                  uint3 tgid [[threadgroup_position_in_grid]],
                  uint tid [[thread_index_in_threadgroup]],
                  uint sg [[simdgroup_index_in_threadgroup]]) {
-    threadgroup GEMM_T As[BM * LDA];
-    threadgroup GEMM_T Bs[BK * LDB];
+    // Declared as uint4 so that the 16-byte copies below are aligned (Metal aligns a
+    // threadgroup array only to its element type).
+    threadgroup uint4 a_words[BM * LDA / VEC];
+    threadgroup uint4 b_words[BK * LDB / VEC];
+    threadgroup GEMM_T* As = (threadgroup GEMM_T*)a_words;
+    threadgroup GEMM_T* Bs = (threadgroup GEMM_T*)b_words;
     // grouped program order
     int pid = int(tgid.x);
     int tiles_m = M / BM, tiles_n = N / BN;
