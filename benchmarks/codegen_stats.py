@@ -43,7 +43,11 @@ Table 2, tt.dot kernels on the path the lowering picks and on the forced fallbac
   regs/step   ... declared inside one K step (the loop body)
   fma/thr     fma links one thread runs per tt.dot on the register/scratch paths
 
-    python -m benchmarks.codegen_stats                 # both tables
+Table 3, ragged kernels run on the simulator's profiler: the share of their load and store
+bytes in 16-byte accesses at run time (benchmarks/codegen_ragged.py says how).
+
+    python -m benchmarks.codegen_stats                 # all three tables
+    python -m benchmarks.codegen_stats --ragged-only   # table 3
     python -m benchmarks.codegen_stats --check         # exit 1 on a regression of table 1
     python -m benchmarks.codegen_stats --write-baseline  # after an intended change
 """
@@ -54,6 +58,7 @@ import argparse
 import re
 from typing import Any
 
+from benchmarks.codegen_ragged import rows_table as ragged_rows
 from benchmarks.codegen_workloads import (
     BASELINE,
     WORKLOADS,
@@ -191,8 +196,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--check", action="store_true", help="fail on a regression of table 1")
     ap.add_argument("--write-baseline", action="store_true", help="record table 1")
-    ap.add_argument("--workloads-only", action="store_true", help="skip table 2")
+    ap.add_argument("--workloads-only", action="store_true", help="skip tables 2 and 3")
+    ap.add_argument("--ragged-only", action="store_true", help="table 3 alone")
     a = ap.parse_args()
+    if a.ragged_only:
+        _print(ragged_rows())
+        return 0
     work = workload_rows()
     _print([{"kernel": name, **r} for name, r in work.items()])
     if a.write_baseline:
@@ -207,6 +216,8 @@ def main() -> int:
     if not (a.workloads_only or a.check):
         print()
         _print([row(name, build()) for name, build in kernels()])
+        print()
+        _print(ragged_rows())
     return 0
 
 

@@ -66,15 +66,22 @@ def backend(chip: str = DEFAULT_CHIP) -> Any:
 
 
 def specialisation_attrs(arg_names: list[str], divisible_by_16: Iterable[str] = (),
-                         within_2gb: Iterable[str] = ()) -> dict[tuple[int, ...], list[list[Any]]]:
+                         within_2gb: Iterable[str] = (),
+                         divisibility: dict[str, int] | None = None
+                         ) -> dict[tuple[int, ...], list[list[Any]]]:
     """ASTSource's `attrs`: what Triton's launcher would specialise (`tt.divisibility = 16`
     for 16-byte-aligned pointers and multiples of 16; `tt.pointer_range = 32` for pointers
-    into buffers under 2 GB, as msltrans's launcher adds)."""
+    into buffers under 2 GB, as msltrans's launcher adds); `divisibility` states other
+    divisibilities by name, replacing a 16 (what a launch-time alignment variant states:
+    msltrans/runtime/align_variants.py)."""
     attrs: dict[tuple[int, ...], list[list[Any]]] = {}
     for a in divisible_by_16:
         attrs.setdefault((arg_names.index(a),), []).append(["tt.divisibility", 16])
     for a in within_2gb:
         attrs.setdefault((arg_names.index(a),), []).append(["tt.pointer_range", 32])
+    for a, d in (divisibility or {}).items():
+        at = attrs.setdefault((arg_names.index(a),), [])
+        at[:] = [x for x in at if x[0] != "tt.divisibility"] + [["tt.divisibility", d]]
     return attrs
 
 
@@ -83,8 +90,8 @@ def compile_kernel(source: Any, signature: dict[str, str] | None = None,
                    kernel: str | None = None, options: dict[str, Any] | None = None,
                    attrs: dict[tuple[int, ...], list[list[Any]]] | None = None,
                    divisible_by_16: Iterable[str] = (), within_2gb: Iterable[str] = (),
-                   chip: str = DEFAULT_CHIP, until: str = "msl", partial: bool = False,
-                   texts: bool = True) -> Compiled:
+                   divisibility: dict[str, int] | None = None, chip: str = DEFAULT_CHIP,
+                   until: str = "msl", partial: bool = False, texts: bool = True) -> Compiled:
     """Compile `source` through the stages up to `until` (see the module docstring).
 
     `signature` maps each runtime argument to a Triton type ("*fp32", "i32", ...);
@@ -123,7 +130,8 @@ def compile_kernel(source: Any, signature: dict[str, str] | None = None,
             sig.setdefault(cname, "constexpr")
         names = list(fn.arg_names)
         given = dict(attrs or {})
-        for key, more in specialisation_attrs(names, divisible_by_16, within_2gb).items():
+        for key, more in specialisation_attrs(names, divisible_by_16, within_2gb,
+                                                  divisibility).items():
             given.setdefault(key, []).extend(more)
         src = ASTSource(fn, sig, constexprs, given)
         opts.setdefault("num_warps", num_warps or 4)
@@ -174,7 +182,8 @@ def compile_kernel(source: Any, signature: dict[str, str] | None = None,
 def to_ttgir(fn_or_src: Any, signature: dict[str, str], constexprs: dict[str, Any] | None = None,
              num_warps: int = 4, *, kernel_name: str | None = None,
              arch: str = DEFAULT_CHIP, divisible_by_16: tuple[str, ...] = (),
-             within_2gb: tuple[str, ...] = ()) -> Any:
+             within_2gb: tuple[str, ...] = (), divisibility: dict[str, int] | None = None
+             ) -> Any:
     """Run Triton's front end and the Metal pass pipeline; returns the live TTGIR module,
     for code that walks or lowers the module itself (tests, the codegen statistics). One
     difference from a launch: Triton's `sanitize_overflow` is off.
@@ -184,11 +193,13 @@ def to_ttgir(fn_or_src: Any, signature: dict[str, str], constexprs: dict[str, An
     ...) or "constexpr"; `constexprs` gives the constexpr values by name; `divisible_by_16`
     names the arguments the JIT would specialise as multiples of 16
     (`tt.divisibility = 16`); `within_2gb` the pointer arguments whose buffers it would see
-    under 2 GB (`tt.pointer_range = 32`).
+    under 2 GB (`tt.pointer_range = 32`); `divisibility` other stated divisibilities by
+    name (specialisation_attrs).
     """
     out = compile_kernel(
         fn_or_src, signature, constexprs, num_warps=num_warps, kernel=kernel_name, chip=arch,
-        divisible_by_16=divisible_by_16, within_2gb=within_2gb, until="ttgir", texts=False,
+        divisible_by_16=divisible_by_16, within_2gb=within_2gb, divisibility=divisibility,
+        until="ttgir", texts=False,
         options={"sanitize_overflow": False})
     return out.module
 

@@ -43,3 +43,16 @@ def test_check_reports_what_got_worse() -> None:
     old = {"k": {key: v for key, v in base["k"].items() if key != "unpadded"}}
     assert len(check(worse, old)) == 6
     assert check({}, base) == ["k: no longer measured"]
+
+
+def test_ragged_kernels_move_their_bytes_in_16_byte_accesses_at_run_time() -> None:
+    """Table 3 (benchmarks/codegen_ragged.py) on 64 rows (the shares do not depend on the
+    row count): softmax over 1000 columns with row stride 1024 (a bound mask) and 1000 (the
+    launcher's alignment variant), layer norm over 4000 columns."""
+    from benchmarks.codegen_ragged import RAGGED, measure
+
+    for name, case in RAGGED:
+        r = measure(case, rows=64)
+        assert r["ld16%"] >= 90 and r["st16%"] >= 90, (name, r)
+        if "stride 1000" in name:
+            assert r["variant"] == "in_stride%4,out_stride%4", (name, r)

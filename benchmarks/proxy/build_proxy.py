@@ -76,8 +76,12 @@ def _run_sim_hand(hand: Hand, data: dict[str, np.ndarray]) -> None:
             assert a[0] == "fp32", a
             args.append(float(a[1]))
     gx, gy, gz = hand.grid
+    # a Metal buffer starts 16-byte aligned (hand kernels cast to float4/uint4 from its
+    # start): the simulator keeps that alignment where it places the buffer's end at a guard
+    aligned = {i: 16 for i, a in enumerate(hand.args) if isinstance(a, str)}
     getattr(lib, hand.kernel)(*args, threads=(gx * hand.threads, gy, gz),
-                              group_size=(hand.threads, 1, 1), arg_casts=casts)
+                              group_size=(hand.threads, 1, 1), arg_casts=casts,
+                              buffer_alignment=aligned)
 
 
 def _params(program: Any) -> list[dict[str, Any]]:
@@ -108,7 +112,10 @@ def _launch_args(program: Any, mapped: Any, case: Case) -> dict[str, Any]:
     return out
 
 
-def build_case(case: Case, out: Path, index: int) -> dict[str, Any]:
+FAST_EXP2 = ("precise::exp2(", "fast::exp2(")
+
+
+def build_case(case: Case, out: Path, index: int, fast_exp2: bool = False) -> dict[str, Any]:
     tag = f"c{index}"
     program = _program(case, case.time)
     check_program = _program(case, case.check)
@@ -135,6 +142,8 @@ def build_case(case: Case, out: Path, index: int) -> dict[str, Any]:
             "cubin": b.cubin.name, "kernel": mapped.kernel, "threads": mapped.threads,
             "params": _params(program), **_launch_args(program, mapped, case),
             "static": _static(b)}
+    if fast_exp2:
+        _add_fast_exp2(entry, program, case, out, tag)
     hand = case.check.hand
     if hand is not None:
         hdata = {k: v.copy() for k, v in inputs.items()}
@@ -152,6 +161,34 @@ def build_case(case: Case, out: Path, index: int) -> dict[str, Any]:
     return entry
 
 
+def _add_fast_exp2(entry: dict[str, Any], program: Any, case: Case, out: Path, tag: str
+                   ) -> None:
+    """A variant of msltrans's MSL with `fast::exp2` for `precise::exp2` (MSL Table 8.2's
+    bound; CUDA's ex2.approx in the mapping): the measured side of the decision on
+    attention's exp2 of arguments that are <= 0 by construction."""
+    if FAST_EXP2[0] not in program.source:
+        return
+    fast = map_msl(program.source.replace(*FAST_EXP2))
+    b = build(fast.cuda, f"{tag}_msltrans_fast_exp2", out, ())
+    entry["variants"]["msltrans (fast::exp2)"] = {
+        "cubin": b.cubin.name, "kernel": fast.kernel, "threads": fast.threads,
+        "params": _params(program), **_launch_args(program, fast, case), "static": _static(b)}
+
+
+def add_fast_exp2(out: Path, names: list[str]) -> None:
+    """Add the fast::exp2 variant to the cases of an existing build whose names contain one
+    of `names` (no simulator run: the variant is only timed and checked against float64)."""
+    path = out / "manifest.json"
+    manifest = json.loads(path.read_text())
+    for entry in manifest:
+        case = CASES[entry["index"]]
+        if "failed" in entry or not any(n in case.name for n in names):
+            continue
+        _add_fast_exp2(entry, _program(case, case.time), case, out, f"c{entry['index']}")
+        print(f"{case.name}: fast::exp2 variant added")
+    path.write_text(json.dumps(manifest, indent=1))
+
+
 def _static(b: Any) -> dict[str, Any]:
     return {"registers": b.registers, "stack": b.stack, "spills": b.spill_stores,
             "shared": b.shared, "sass": b.sass}
@@ -161,15 +198,22 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="build/proxy")
     ap.add_argument("--cases", nargs="*", help="substrings of case names (default: all)")
+    ap.add_argument("--fast-exp2", action="store_true",
+                    help="also build each kernel that calls precise::exp2 with fast::exp2")
+    ap.add_argument("--add-fast-exp2", nargs="+", metavar="NAME",
+                    help="only add the fast::exp2 variant to these cases of the build in --out")
     a = ap.parse_args()
     out = Path(a.out)
+    if a.add_fast_exp2:
+        add_fast_exp2(out, a.add_fast_exp2)
+        return 0
     out.mkdir(parents=True, exist_ok=True)
     manifest, failed = [], 0
     for i, case in enumerate(CASES):
         if a.cases and not any(s in case.name for s in a.cases):
             continue
         try:
-            entry = build_case(case, out, i)
+            entry = build_case(case, out, i, a.fast_exp2)
         except Exception as exc:  # noqa: BLE001 - one broken case must not lose the others
             reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
             print(f"{case.name:40s} FAILED {reason[:400]}")

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.proxy.cases_bwd import attn_bwd_cases
+
 # numpy dtype names of the Triton pointer types the cases use
 NP = {"*fp32": np.float32, "*fp16": np.float16, "*i32": np.int32}
 
@@ -63,6 +65,8 @@ class Size:
     # the tile a Mac wants (32 KB of threadgroup memory, simdgroup fragments in registers)
     # is not the one a Hopper GPU wants: each side then runs its own best-suited tile
     triton_launch: Launch | None = None
+    # inputs derived from the random ones (the backward's row statistics), set in place
+    prepare: Callable[[dict[str, np.ndarray]], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,8 @@ def make_inputs(size: Size, seed: int) -> dict[str, np.ndarray]:
                 np.zeros(shape, dt)
         else:
             out[name] = rng.standard_normal(shape).astype(dt)
+    if size.prepare is not None:
+        size.prepare(out)
     return out
 
 
@@ -111,6 +117,17 @@ def _ref_softmax(t: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     return {"y": torch.softmax(_t(t["x"]), dim=1)}
+
+
+def _ref_softmax_ragged(t: dict[str, Any], cols: int) -> dict[str, Any]:
+    """Softmax over the first `cols` columns; the rest is NaN: the output's poison must stay
+    there (run_gpu.py checks NaN in the reference as "never written")."""
+    import torch
+
+    x = _t(t["x"])
+    y = torch.full_like(x, float("nan"))
+    y[:, :cols] = torch.softmax(x[:, :cols], dim=1)
+    return {"y": y}
 
 
 def _ref_layer_norm(t: dict[str, Any]) -> dict[str, Any]:
@@ -176,7 +193,23 @@ def _softmax(rows: int, cols: int, programs: int) -> Size:
                 hand, _bytes((2 * rows * cols, 4)))
 
 
-def _layer_norm(rows: int, cols: int, dtype: str) -> Size:
+def _softmax_ragged(rows: int, cols: int, stride: int, programs: int) -> Size:
+    """Softmax over `cols` of `stride`-element rows (BLOCK 1024, 8 warps: a bound mask)."""
+    launch = Launch((programs, 1, 1),
+                    {"out_ptr": "y", "in_ptr": "x", "in_stride": stride, "out_stride": stride,
+                     "n_rows": rows, "n_cols": cols},
+                    {"out_ptr": "*fp32", "in_ptr": "*fp32", "in_stride": "i32",
+                     "out_stride": "i32", "n_rows": "i32", "n_cols": "i32"},
+                    {"BLOCK": 1024, "STAGES": None}, 8)
+    hand = Hand("softmax_ragged.metal", "softmax_ragged", 256, {"BLOCK": "1024"},
+                (programs, 1, 1), ["y", "x", ("i32", rows), ("i32", cols), ("i32", stride)],
+                exact=False)
+    return Size({"x": ("*fp32", (rows, stride)), "y": ("*fp32", (rows, stride))}, ("y",),
+                launch, hand, _bytes((2 * rows * cols, 4)))
+
+
+def _layer_norm(rows: int, cols: int, dtype: str, block: int = 1024,
+                with_hand: bool = False) -> Size:
     eb = 2 if dtype == "*fp16" else 4
     launch = Launch((rows, 1, 1),
                     {"x_ptr": "x", "y_ptr": "y", "w_ptr": "w", "b_ptr": "b",
@@ -184,11 +217,15 @@ def _layer_norm(rows: int, cols: int, dtype: str) -> Size:
                      "eps": 1e-5},
                     {"x_ptr": dtype, "y_ptr": dtype, "w_ptr": dtype, "b_ptr": dtype,
                      "mean_ptr": "*fp32", "rstd_ptr": "*fp32", "row_stride": "i32", "N": "i32",
-                     "eps": "fp32"}, {"BLOCK": 1024}, 8)
+                     "eps": "fp32"}, {"BLOCK": block}, 8)
     inputs = {"x": (dtype, (rows, cols)), "y": (dtype, (rows, cols)), "w": (dtype, (cols,)),
               "b": (dtype, (cols,)), "mean": ("*fp32", (rows,)), "rstd": ("*fp32", (rows,))}
+    hand = Hand("layer_norm_ragged.metal", "layer_norm_ragged", 256,
+                {"LN_T": "half" if eb == 2 else "float", "BLOCK": str(block)}, (rows, 1, 1),
+                ["x", "y", "w", "b", "mean", "rstd", ("i32", cols), ("fp32", 1e-5)],
+                exact=False) if with_hand else None
     # x read three times (once per pass; the later passes mostly hit in L2), y written once
-    return Size(inputs, ("y", "mean", "rstd"), launch, None,
+    return Size(inputs, ("y", "mean", "rstd"), launch, hand,
                 _bytes((2 * rows * cols, eb), (2 * cols, eb)))
 
 
@@ -329,4 +366,15 @@ CASES = [
     for name, dtype, size, rtol in (("fp16->fp32", "*fp16", 4096, 1e-4),
                                     ("fp32 ieee", "*fp32", 2048, 1e-5))
     for bm, bn, bk, warps in ((128, 64, 32, 4), (128, 128, 16 if dtype == "*fp32" else 32, 8))
-] + _attn_cases()
+] + _attn_cases() + [
+    Case(f"softmax fp32 4096x1000, row stride {stride} (ragged)", "row_softmax_kernel", "GB/s",
+         _softmax_ragged(64, 1000, stride, 32), _softmax_ragged(4096, 1000, stride, 528),
+         False, partial(_ref_softmax_ragged, cols=1000), 1e-5,
+         ">= Triton and >= 0.95 of hand MSL (vector interior, scalar tail)")
+    for stride in (1024, 1000)
+] + [
+    Case(f"layer norm fwd {name} 4096x4000 (ragged)", "layer_norm_fwd_rows", "GB/s",
+         _layer_norm(32, 4000, dtype, 4096, True), _layer_norm(4096, 4000, dtype, 4096, True),
+         False, _ref_layer_norm, rtol, ">= Triton and >= 0.95 of hand MSL")
+    for name, dtype, rtol in (("fp16", "*fp16", 2e-3), ("fp32", "*fp32", 1e-5))
+] + attn_bwd_cases()

@@ -17,7 +17,7 @@ import triton.language as tl
 
 # The workloads' own kernels the proxy's cases name (getattr on this module): the plain and
 # tutorial 06's attention forwards, tutorial 02's row softmax, tutorial 05's layer norm.
-from msltrans.workloads.attention import flash_attn_fwd  # noqa: F401
+from msltrans.workloads.attention import flash_attn_bwd, flash_attn_fwd  # noqa: F401
 from msltrans.workloads.attention_plain import attn_fwd  # noqa: F401
 from msltrans.workloads.softmax_layernorm import layer_norm_fwd_rows, row_softmax_kernel  # noqa: F401
 

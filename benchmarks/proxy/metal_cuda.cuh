@@ -160,7 +160,13 @@ MSL_D float pow(float x, float y) { return powf(x, y); }
 }  // namespace precise
 namespace fast {
 MSL_D float exp(float x) { return __expf(x); }
-MSL_D float exp2(float x) { return exp2f(x); }  // ex2.approx.ftz under -use_fast_math only
+// the hardware approximation, as Triton's CUDA backend issues for tl.math.exp2 (and as
+// Apple's fast::exp2 stands for: MSL Table 8.2 bounds it, not its implementation)
+MSL_D float exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
 MSL_D float log(float x) { return __logf(x); }
 MSL_D float log2(float x) { return __log2f(x); }
 MSL_D float rsqrt(float x) { return rsqrtf(x); }

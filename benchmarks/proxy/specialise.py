@@ -54,12 +54,38 @@ def specialise(args: dict[str, Arg], constexprs: dict[str, Any]) -> Specialised:
     return Specialised(sig, cx, tuple(div), tuple(small))
 
 
-def compile_specialised(fn: Any, args: dict[str, Arg], constexprs: dict[str, Any],
-                        num_warps: int) -> MslProgram:
+def variant_divisibility(program: MslProgram, args: dict[str, Arg]) -> dict[str, int]:
+    """The divisibilities the launcher's alignment variant would state for these values
+    (msltrans/runtime/align_variants.py): empty when the first compile runs."""
+    out = {}
+    for name, need in program.alignment_keys:
+        value = args[name].value
+        level = need if value == 0 else min(value & -value, need)
+        if isinstance(value, int) and level > 1:
+            out[name] = level
+    return out
+
+
+def compile_launch(fn: Any, args: dict[str, Arg], constexprs: dict[str, Any], num_warps: int
+                   ) -> tuple[MslProgram, dict[str, int]]:
+    """The program a launch with these values runs (Triton's specialisation, then the
+    launcher's alignment variant where the values allow one) and the divisibilities that
+    variant states (empty: the first compile)."""
     s = specialise(args, constexprs)
     mod = to_ttgir(fn, s.signature, s.constexprs, num_warps, divisible_by_16=s.divisible_by_16,
                    within_2gb=s.within_2gb)
-    return lower_module(read_module(mod))
+    program = lower_module(read_module(mod))
+    extra = variant_divisibility(program, args)
+    if not extra:
+        return program, extra
+    mod = to_ttgir(fn, s.signature, s.constexprs, num_warps, divisible_by_16=s.divisible_by_16,
+                   within_2gb=s.within_2gb, divisibility=extra)
+    return lower_module(read_module(mod)), extra
+
+
+def compile_specialised(fn: Any, args: dict[str, Arg], constexprs: dict[str, Any],
+                        num_warps: int) -> MslProgram:
+    return compile_launch(fn, args, constexprs, num_warps)[0]
 
 
 def module_specialised(fn: Any, args: dict[str, Arg], constexprs: dict[str, Any],

@@ -80,6 +80,7 @@ def record_metadata(program: Any, metadata: dict[str, Any], opt: Any) -> None:
     metadata["buffer_alignment"] = [list(pair) for pair in program.buffer_alignment]
     metadata["coherent_buffers"] = list(getattr(program, "coherent_buffers", ()))
     metadata["args_size"] = int(getattr(program, "args_size", 0))
+    metadata["alignment_keys"] = [list(pair) for pair in getattr(program, "alignment_keys", ())]
     if getattr(program, "debug_sites", ()):  # tl.device_print / device_assert: hidden buffer
         metadata["msl_debug_sites"] = list(program.debug_sites)
 

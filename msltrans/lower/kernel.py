@@ -16,6 +16,7 @@ from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir.model import Function, Module
 from msltrans.ir.types import PointerType, ScalarType
 from msltrans.lower import coherence, msl_ascii, msl_types, ops_debug
+from msltrans.lower.align_keys import alignment_keys
 from msltrans.lower.cfg import emit_region
 from msltrans.lower.dot.choose import fragments_enabled
 from msltrans.lower.dot.fragments import plan_encodings
@@ -226,4 +227,4 @@ def _lower(module: Module, fn: Function, threads: int, enable_fp_fusion: bool,
         args_size=struct.size if struct else 0,
         layouts=tuple(ref.encoding for ref in em.layouts.all()), debug_sites=debug_sites,
         buffer_alignment=tuple(sorted((i, a) for i, a in em.buffer_alignment.items() if a > 1)),
-        coherent_buffers=coherent_buffers)
+        coherent_buffers=coherent_buffers, alignment_keys=alignment_keys(em, fn))

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from msltrans.ir.model import Op, Value
 from msltrans.ir.types import PointerType, ScalarType
-from msltrans.lower import msl_types, ops_volatile, vector_access
+from msltrans.lower import align_keys, msl_types, ops_volatile, run_bounds, vector_access
 from msltrans.lower.emitter import LANE, REG, TID, WARP, Emitter
+from msltrans.lower.layouts import LayoutRef
 from msltrans.lower.pointer_roots import shares_buffer_with_other_access
 from msltrans.lower.registry import lowers
 from msltrans.lower.values import zero_literal
@@ -113,6 +114,9 @@ def store(em: Emitter, op: Op) -> None:
         guard += (" && " if guard else "") + em.at(mask)
     p = vector_access.plan(em, ptr, mask)
     _access_stats(em, "store", ptr, p)
+    if p is not None and p.bound and mask is not None:
+        _ragged_store(em, p, ptr, value, mask, L)
+        return
     if p is not None:
         em.render("vector_store", reg=REG, regs=p.regs, width=p.width, nbytes=p.nbytes,
                   word=p.word, space=em.pointer_space(ptr), ptr=em.address(ptr), guard=guard,
@@ -131,22 +135,48 @@ def _access_stats(em: Emitter, kind: str, ptr: Value, p: vector_access.VectorPla
     """`// msltrans-mem:` line: what one thread issues for this access (benchmarks read it)."""
     regs = em.regs(ptr)
     width = p.width if p is not None else 1
-    nbytes = p.nbytes if p is not None else vector_access.ELEMENT_BYTES.get(
-        vector_access.pointee(em, ptr), 0)
+    elem_bytes = vector_access.ELEMENT_BYTES.get(vector_access.pointee(em, ptr), 0)
+    nbytes = p.nbytes if p is not None else elem_bytes
+    align_keys.note_narrow_access(em, ptr, nbytes, elem_bytes)
+    bound = f" bound={p.bound}" if p is not None and p.bound else ""
     em.line(f"// msltrans-mem: {kind} elements={regs} width={width} bytes={nbytes} "
-            f"accesses={regs // width}")
+            f"accesses={regs // width}{bound}")
 
 
 def _checks(em: Emitter, p: vector_access.VectorPlan, ptr: Value, mask: Value | None
             ) -> list[str]:
-    """The simulator's run-time checks of a run's facts (no-ops on Metal)."""
+    """The simulator's run-time checks of a run's facts (no-ops on Metal). For a bound
+    mask the uniformity check belongs inside the whole-run branch (_uniform)."""
     vector_access.require_alignment(em, ptr, p.nbytes)
     base = em.offset_base.get(ptr.id)
     lines = [f"msl_assume_run_at({base}, {em.name(ptr)}, {REG}, {p.width}u, {p.nbytes}u);"
              if base else f"msl_assume_run({em.name(ptr)}, {REG}, {p.width}u, {p.nbytes}u);"]
-    if mask is not None and em.is_tensor(mask):
-        lines.append(f"msl_assume_uniform({em.name(mask)}, {REG}, {p.width}u);")
+    if mask is not None and em.is_tensor(mask) and not p.bound:
+        lines.append(_uniform(em, p, mask))
     return lines
+
+
+def _uniform(em: Emitter, p: vector_access.VectorPlan, mask: Value) -> str:
+    return f"msl_assume_uniform({em.name(mask)}, {REG}, {p.width}u);"
+
+
+def _whole(em: Emitter, p: vector_access.VectorPlan, mask: Value) -> str:
+    return run_bounds.whole_run_test(em, mask, p.bound, REG, p.width)
+
+
+def _ragged_store(em: Emitter, p: vector_access.VectorPlan, ptr: Value, value: Value,
+                  mask: Value, L: LayoutRef) -> None:
+    """A store under a bound mask: whole runs as one access, a cut run element by element."""
+    owner = f"{L.owns_fn}({REG}, {LANE}, {WARP})" if not L.owns_all else ""
+    tail = []
+    for i in range(p.width):
+        reg = f"{REG} + {i}u"
+        tail.append(f"if ({em.at(mask, reg)}) *{em.address(ptr, reg)} = {em.at(value, reg)};")
+    em.render("ragged_store", reg=REG, regs=p.regs, width=p.width, nbytes=p.nbytes,
+              word=p.word, space=em.pointer_space(ptr), ptr=em.address(ptr), owner=owner,
+              whole=_whole(em, p, mask), checks=_checks(em, p, ptr, mask),
+              uniform=_uniform(em, p, mask), packed=vector_access.pack(p, em.name(value), REG),
+              tail=tail)
 
 
 def _constant_other(em: Emitter, p: vector_access.VectorPlan, other: Value | None
@@ -166,6 +196,19 @@ def _constant_other(em: Emitter, p: vector_access.VectorPlan, other: Value | Non
 
 def _vector_load(em: Emitter, p: vector_access.VectorPlan, name: str, ptr: Value,
                  mask: Value | None, other: Value | None) -> None:
+    if p.bound and mask is not None:
+        tail = []
+        for i in range(p.width):
+            reg = f"{REG} + {i}u"
+            fill = em.at(other, reg) if other is not None else zero_literal(p.elem)
+            tail.append(f"{name}[{reg}] = {em.at(mask, reg)} ? *{em.address(ptr, reg)} : "
+                        f"{fill};")
+        em.render("ragged_load", reg=REG, regs=p.regs, width=p.width, nbytes=p.nbytes,
+                  word=p.word, space=em.pointer_space(ptr), ptr=em.address(ptr),
+                  whole=_whole(em, p, mask), checks=_checks(em, p, ptr, mask),
+                  uniform=_uniform(em, p, mask), unpack=vector_access.unpack(p, name, REG),
+                  tail=tail)
+        return
     fallback, filler = [], ""
     if mask is not None:
         bits = _constant_other(em, p, other)

@@ -46,6 +46,9 @@ class MslProgram:
     # Buffers declared coherent(device) (lower/coherence.py): the launcher refuses a launch
     # where one overlaps another argument (the analysis took distinct arguments as apart).
     coherent_buffers: tuple[int, ...] = ()
+    # (integer argument, divisibility): launches whose values have these divisibilities run
+    # a variant compiled with them stated (lower/align_keys.py, runtime/align_variants.py)
+    alignment_keys: tuple[tuple[str, int], ...] = ()
 
     @property
     def args_buffer_index(self) -> int | None:

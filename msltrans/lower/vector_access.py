@@ -6,7 +6,9 @@ A tensor of pointers gets one vector access per *run*: `width` consecutive regis
 aligned addresses, with (3) the mask, when there is one, constant over the run. Then one
 mask test and one `uintN` access replace `width` scalar ones, and the elements are the
 access's words reinterpreted (`as_type`), bit for bit what the scalar accesses would give.
-`other` fills a masked-off run element by element, as before.
+`other` fills a masked-off run element by element, as before. A mask that is a bound along
+the run (`offs < n`: run_bounds.py) gets one whole-run test instead: runs wholly in bounds
+take the vector access, the run the bound cuts goes element by element.
 
 The claims are re-checked at run time by the simulator (`msl_assume_run` /
 `msl_assume_uniform`: no-ops on Metal, checks in msltrans's simulator), so a wrong fact
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 
 from msltrans.ir.model import Value
 from msltrans.ir.types import PointerType
-from msltrans.lower import msl_types
+from msltrans.lower import msl_types, run_bounds
 from msltrans.lower.emitter import Emitter
 from msltrans.lower.layouts import run_dim
 from msltrans.lower.pointer_roots import kernel_argument_ids, roots
@@ -42,6 +44,9 @@ class VectorPlan:
     width: int  # elements per access
     elem: str  # element MSL type
     regs: int  # registers of the value (a multiple of width)
+    # "" when the mask is the same over every run; else its shape along the run
+    # (run_bounds.py): the run is accessed whole only where its mask is true throughout
+    bound: str = ""
 
     @property
     def nbytes(self) -> int:
@@ -75,16 +80,21 @@ def plan(em: Emitter, ptr: Value, mask: Value | None) -> VectorPlan | None:
     # The run's first address must be aligned to the whole access.
     while width > 1 and info.divisibility[dim] % (width * eb):
         width //= 2
-    if mask is not None and em.is_tensor(mask):
-        width = min(width, axis.info(mask).constancy[dim])
     # Runs must start at a multiple of `width` along dim: no other basis may move the low
     # coordinate bits that the run's registers enumerate.
     others = ll.reg[k:] + ll.lane + ll.warp
     while width > 1 and any(b[dim] % width for b in others):
         width //= 2
+    bound = ""
+    if mask is not None and em.is_tensor(mask) and width > 1:
+        shape = run_bounds.mask_shape(em, mask, dim, width)
+        if shape in ("prefix", "suffix", "interval"):
+            bound = shape  # a bound cuts some runs: test each run whole (run_bounds.py)
+        elif shape != "const":
+            width = min(width, axis.info(mask).constancy[dim])
     if width < 2 or width * eb < 2:
         return None
-    return VectorPlan(width, elem, ll.num_regs)
+    return VectorPlan(width, elem, ll.num_regs, bound)
 
 
 def _piece(p: VectorPlan, i: int) -> str:

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from msltrans.abi.scalar_struct import ScalarPacker
 from msltrans.errors import MetalNonRecoverableError, MetalPointerDeviceError
+from msltrans.runtime.align_variants import AlignVariants
 from msltrans.runtime.debug_buffer import DebugBuffer
 from msltrans.runtime.descriptors import expand_args, expand_signature, has_descriptors
 
@@ -178,6 +179,9 @@ class Launcher:
         self.coherent = tuple(int(i) for i in getattr(metadata, "coherent_buffers", None) or ())
         self.engine_kwargs = ({"buffer_alignment": alignment}
                               if alignment and engine.name == "sim" else {})
+        # Integer arguments whose divisibility picks a faster compile (runtime/align_variants.py)
+        self.variants = AlignVariants.from_launch(
+            src, metadata, self.has_tuples or self.descriptor_signature is not None)
 
     @staticmethod
     def _arg_names(src: Any, count: int) -> list[str]:
@@ -226,6 +230,13 @@ class Launcher:
     def __call__(self, grid_x: int, grid_y: int, grid_z: int, stream: Any, function: Any,
                  packed_metadata: Any, launch_metadata: Any, enter_hook: Any, exit_hook: Any,
                  *args: Any) -> None:
+        if self.variants is not None:
+            variant = self.variants.pick(args)
+            if variant is not None:
+                launcher, variant_function = variant
+                launcher(grid_x, grid_y, grid_z, stream, variant_function, packed_metadata,
+                         launch_metadata, enter_hook, exit_hook, *args)
+                return
         bound = self.bind(args)
         if enter_hook is not None:
             enter_hook(launch_metadata)
