@@ -10,7 +10,7 @@ into buffers under 2 GB, integers divisible by 16, integers equal to 1 as consta
   regs/thr    32-bit register words the kernel declares per thread (no liveness)
   ptr/thr     64-bit device pointers the kernel declares per thread (each element of a
               pointer array one): pointers into buffers under 2 GB that only address are
-              32-bit offsets instead (msltrans/lower/pointer_offsets.py)
+              32-bit offsets instead (msltrans/lower/memory/pointer_offsets.py)
   stack       bytes of the kernel's own variables (register arrays, scalars) that stay in
               memory in the simulator's clang -O2 build (benchmarks/sim_stack.py)
   frame       the kernel function's frame in that build (-fstack-usage: x86-64 spills and

@@ -89,7 +89,7 @@ FEATURES: tuple[Feature, ...] = (
             "1.2", "NaN literals"),
     Feature("memory coherency", ("coherent",), "4.8", "3.2",
             "buffers one program writes and another reads after an acquire "
-            "(coherent(device); lower/coherence.py)"),
+            "(coherent(device); lower/memory/coherence.py)"),
     Feature("floating-point pragmas", ("math_mode", "contract"), "1.6.3",
             "math_mode: 3.2; contract: 3.1",
             "every kernel: `#pragma METAL fp contract(off)`, and math_mode(safe) from 3.2 "

@@ -58,7 +58,7 @@ def render() -> str:
         "  math; on macOS 14 with that variable set, msltrans refuses to launch;",
         "- declares `coherent(device)` (§4.8, MSL 3.2) on every buffer one program writes and",
         "  another reads after an acquire, and on every pointer into it",
-        "  (`msltrans/lower/coherence.py`; refused below 3.2);",
+        "  (`msltrans/lower/memory/coherence.py`; refused below 3.2);",
         "- declares its threadgroup scratch as `uint4` (16-byte aligned, Table 2.3), the width",
         "  of its widest access.",
         "",

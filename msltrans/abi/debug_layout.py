@@ -1,5 +1,5 @@
 """Word layout of the hidden debug buffer of kernels that use `tl.device_print` /
-`tl.device_assert`: the lowering writes it (msltrans/lower/ops_debug.py), the launcher
+`tl.device_assert`: the lowering writes it (msltrans/lower/control/ops_debug.py), the launcher
 decodes it (msltrans/runtime/debug_buffer.py).
 
 Layout (32-bit words):

@@ -86,7 +86,7 @@ def record_metadata(program: Any, metadata: dict[str, Any], opt: Any) -> None:
 
 
 # A buffer whose every byte is less than 2^31 from any pointer into it: the pointers derived
-# from such an argument can be 32-bit element offsets (msltrans/lower/pointer_offsets.py).
+# from such an argument can be 32-bit element offsets (msltrans/lower/memory/pointer_offsets.py).
 POINTER_RANGE_BYTES = 2**31 - 1
 
 
@@ -170,8 +170,9 @@ class MetalBackend(BaseBackend):
 
     def get_module_map(self) -> dict[str, ModuleType]:
         # `tl.extra.libdevice` resolves to CUDA's libdevice module, so kernels reach the IR as
-        # `tt.extern_elementwise` calls of `__nv_*` symbols; msltrans.lower.ops_libdevice maps
-        # the ones it knows to Metal functions and refuses the rest. No bitcode is linked.
+        # `tt.extern_elementwise` calls of `__nv_*` symbols;
+        # msltrans.lower.elementwise.ops_libdevice maps the ones it knows to Metal functions and
+        # refuses the rest. No bitcode is linked.
         from triton.language.extra.cuda import libdevice
 
         return {"triton.language.extra.libdevice": libdevice}

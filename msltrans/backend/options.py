@@ -28,7 +28,7 @@ INERT_FIELDS = (
     "extern_libs", "sanitize_overflow", "fpsan_homomorphic_casts", "grf_mode",
 )
 
-# fp8 as a storage format (msltrans/lower/ops_fp8.py converts in software, exactly as
+# fp8 as a storage format (msltrans/lower/elementwise/ops_fp8.py converts in software, exactly as
 # Triton's NVIDIA backend rounds). The AMD FNUZ types (fp8e4b8, fp8e5b16) and fp8e4b15 are
 # left out, so Triton's front end refuses them ("type ... not supported in this architecture").
 SUPPORTED_FP8_DTYPES: tuple[str, ...] = ("fp8e4nv", "fp8e5")

@@ -19,13 +19,13 @@ from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir.model import Block, Module, Op, Value
 from msltrans.ir.types import TensorType
 from msltrans.lower import msl_ascii, msl_types
-from msltrans.lower.layouts import LayoutRef, LayoutTable, run_dim
+from msltrans.lower.layout_table import LayoutRef, LayoutTable, run_dim
 from msltrans.lower.registry import checks, lookup
 from msltrans.lower.templates import macros
 from msltrans.lower.unroll import cap_unroll
 
 REG = "msl_r"  # the register index in element loops
-COHERENT = "coherent(device)"  # MSL 3.2 (section 4.8): lower/coherence.py decides where
+COHERENT = "coherent(device)"  # MSL 3.2 (section 4.8): lower/memory/coherence.py decides where
 LANE, WARP, TID = "msl_lane", "msl_warp", "msl_tid"
 _RESERVED = {
     "bool", "char", "short", "int", "long", "half", "float", "double", "bfloat", "uint",
@@ -81,10 +81,10 @@ class Emitter:
     buffer_alignment: dict[int, int] = field(default_factory=dict)
     msl_version: int = _versions.DEFAULT  # the target (lower_module sets it)
     msl_features: set[str] = field(default_factory=set)  # version-gated features used
-    # Pointer values whose MSL type carries coherent(device) (lower/coherence.py).
+    # Pointer values whose MSL type carries coherent(device) (lower/memory/coherence.py).
     coherent_values: frozenset[int] = frozenset()
     # Pointer values held as 32-bit element offsets: value id -> the MSL name of the
-    # buffer argument they count from (lower/pointer_offsets.py).
+    # buffer argument they count from (lower/memory/pointer_offsets.py).
     offset_base: dict[int, str] = field(default_factory=dict)
     # ... and the addresses among them emitted as (argument + base) + offset.
     split_address: dict[int, tuple[Value, Value]] = field(default_factory=dict)

@@ -15,15 +15,17 @@ from msltrans.analysis.axis_info import AxisAnalysis
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir.model import Function, Module
 from msltrans.ir.types import PointerType, ScalarType
-from msltrans.lower import coherence, msl_ascii, msl_types, ops_debug
-from msltrans.lower.align_keys import alignment_keys
-from msltrans.lower.cfg import emit_region
+from msltrans.lower import msl_ascii, msl_types
+from msltrans.lower.control import ops_debug
+from msltrans.lower.control.cfg import emit_region
 from msltrans.lower.dot.choose import fragments_enabled
 from msltrans.lower.dot.fragments import plan_encodings
 from msltrans.lower.dot.state import PIN_NONE, PIN_SEPARATE, PIN_SHARED, pinned_bytes
 from msltrans.lower.emitter import COHERENT, Emitter, sanitize
 from msltrans.lower.kernel_args import ARGS_NAME, ArgsStruct, layout_struct
-from msltrans.lower.pointer_offsets import offset_roots, split_bases
+from msltrans.lower.memory import coherence
+from msltrans.lower.memory.align_keys import alignment_keys
+from msltrans.lower.memory.pointer_offsets import offset_roots, split_bases
 from msltrans.lower.program import MslParam, MslProgram, record
 from msltrans.lower.templates import render
 
@@ -84,7 +86,7 @@ def _params(fn: Function, em: Emitter, kernel_name: str) -> _Bindings:
 
 def _hold_offsets(fn: Function, em: Emitter) -> None:
     """Pointers into buffers under 2 GB that are only used to address as 32-bit element
-    offsets from their argument (lower/pointer_offsets.py): each such argument's own value
+    offsets from their argument (lower/memory/pointer_offsets.py): each such argument's own value
     becomes the offset 0."""
     roots = offset_roots(fn, em.users)
     params = {arg.value.id: em.name(arg.value) for arg in set(roots.values())}
@@ -115,7 +117,7 @@ def _check_buffer_count(bindings: _Bindings, debug: bool, where: str) -> None:
 def _coherent(em: Emitter, fn: Function, module: Module, bindings: _Bindings
               ) -> tuple[int, ...]:
     """Declare `coherent(device)` the buffers other programs' stores reach through
-    (lower/coherence.py); their buffer indices."""
+    (lower/memory/coherence.py); their buffer indices."""
     coherent = coherence.plan(em, fn, module)
     if not coherent:
         return ()

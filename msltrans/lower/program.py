@@ -43,11 +43,11 @@ class MslProgram:
     # specialised the pointer from its address); engines that place buffers themselves (the
     # simulator) must keep that alignment.
     buffer_alignment: tuple[tuple[int, int], ...] = ()
-    # Buffers declared coherent(device) (lower/coherence.py): the launcher refuses a launch
+    # Buffers declared coherent(device) (lower/memory/coherence.py): the launcher refuses a launch
     # where one overlaps another argument (the analysis took distinct arguments as apart).
     coherent_buffers: tuple[int, ...] = ()
     # (integer argument, divisibility): launches whose values have these divisibilities run
-    # a variant compiled with them stated (lower/align_keys.py, runtime/align_variants.py)
+    # a variant compiled with them stated (lower/memory/align_keys.py, runtime/align_variants.py)
     alignment_keys: tuple[tuple[str, int], ...] = ()
 
     @property

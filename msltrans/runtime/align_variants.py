@@ -4,7 +4,7 @@ Triton keys a compiled kernel on whether each integer argument is a multiple of 
 row stride of 1000 is not, yet every row then starts 16-byte aligned: the vector path needs
 the stride to be a multiple of 4. The lowering names the integer arguments whose
 divisibility would widen a narrow access (`metadata.alignment_keys`, from
-msltrans/lower/align_keys.py). On each launch this module reads those arguments' values and
+msltrans/lower/memory/align_keys.py). On each launch this module reads those arguments' values and
 takes, for each, the largest power of two dividing it (up to what the access needs): that
 tuple is the variant's key, as Triton's "D" flags are its own. A key that states more than
 the kernel in hand was compiled with is compiled once (through `triton.compile`, with

@@ -1,6 +1,6 @@
 """The hidden debug buffer of kernels that use `tl.device_print` / `tl.device_assert`.
 
-Metal has no printf and no abort, so the lowering (`msltrans/lower/ops_debug.py`) appends one
+Metal has no printf and no abort, so the lowering (`lower/control/ops_debug.py`) appends one
 `device uint*` buffer after the kernel's own buffers and writes fixed-size records into it
 through an atomic cursor. After the dispatch the launcher decodes them here: prints go to
 stdout in Triton's NVIDIA format (`pid (0, 0, 0) idx (  3) x: 5`), sorted by program id, then

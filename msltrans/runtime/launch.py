@@ -207,7 +207,7 @@ class Launcher:
 
     def _check_coherent_apart(self, bound: list[Any]) -> None:
         """The kernel's coherent(device) buffers were chosen taking distinct arguments as
-        distinct memory (lower/coherence.py): refuse a launch where one overlaps another."""
+        distinct memory (lower/memory/coherence.py): refuse a launch where one overlaps another."""
         spans = [_extent(arg) for arg in bound]
         for i in self.coherent:
             for j, other in enumerate(spans):

@@ -1,4 +1,4 @@
-"""The launch-time alignment variant (runtime/align_variants.py, lower/align_keys.py).
+"""The launch-time alignment variant (runtime/align_variants.py, lower/memory/align_keys.py).
 
 A row softmax over rows `stride` elements apart, launched through `kernel[grid](...)` on CPU
 tensors: with stride 1000 (not a multiple of 16, so Triton keys the stride as unknown) the

@@ -22,7 +22,7 @@ import triton.language as tl
 import msltrans.sim as sim
 from msltrans import msl_version
 from msltrans.errors import MetalNonRecoverableError
-from msltrans.lower import atomic64
+from msltrans.lower.atomics import atomic64
 from tests.conformance.upstream_style_support import require_metal_sim
 from tests.support.run_kernel import compile_kernel
 

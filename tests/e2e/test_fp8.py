@@ -1,4 +1,4 @@
-"""fp8 storage and conversions (msltrans/lower/ops_fp8.py, templates/fp8_support.metal).
+"""fp8 storage and conversions (msltrans/lower/elementwise/ops_fp8.py, templates/fp8_support.metal).
 
 Downcasts are compared bit for bit with Triton's CUDA backend on an H200
 (tests/data/cuda/fp8_conversions.npz, scripts/cuda_reference/fp8_conversions.py): fp16 and

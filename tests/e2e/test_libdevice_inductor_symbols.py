@@ -56,7 +56,7 @@ def test_every_inductor_libdevice_function_is_lowered_or_refused(name: str) -> N
     assert hasattr(cuda_libdevice, name), f"{name} is not a CUDA libdevice function"
     assert name in MEASURED | REFUSED, (
         f"Inductor emits libdevice.{name}, which msltrans neither lowers nor refuses on purpose: "
-        "add it to msltrans/lower/ops_libdevice.py with an accuracy test, or to its refusals")
+        "add it to lower/elementwise/ops_libdevice.py with an accuracy test, or to its refusals")
 
 
 @triton.jit

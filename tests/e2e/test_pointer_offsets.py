@@ -1,4 +1,4 @@
-"""Pointers held as 32-bit element offsets from their argument (lower/pointer_offsets.py).
+"""Pointers held as 32-bit element offsets from their argument (lower/memory/pointer_offsets.py).
 
 The launcher specialises a tensor whose storage is under 2 GB (`tt.pointer_range = 32`);
 the lowering then keeps `int` offsets instead of 64-bit pointers where the pointers only

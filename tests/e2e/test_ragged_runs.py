@@ -1,4 +1,4 @@
-"""Bound masks at vector width (msltrans/lower/run_bounds.py), bit for bit on the simulator.
+"""Bound masks at vector width (msltrans/lower/memory/run_bounds.py), bit for bit on the simulator.
 
 Each row r of these kernels has its own bounds (loaded from memory, so one launch covers
 every residue of the bound modulo the run width): runs wholly inside take one 16-byte
@@ -135,7 +135,7 @@ def test_the_simulator_catches_a_wrong_whole_run_test(monkeypatch: pytest.Monkey
     """The whole-run test for a prefix must look at the run's last element: testing its
     first instead sends the cut run through the vector branch, which the simulator's check
     stops (the GPU would have read past the bound)."""
-    from msltrans.lower import run_bounds
+    from msltrans.lower.memory import run_bounds
 
     real = run_bounds.whole_run_test
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from msltrans.layout import LinearLayout
-from msltrans.lower.axis_plan import pext_expr, plan_axis, spread
+from msltrans.lower.reduce.axis_plan import pext_expr, plan_axis, spread
 
 
 def test_plan_accepts_blocked_bits() -> None:

@@ -1,4 +1,4 @@
-"""`tl.load(..., volatile=True)`: relaxed atomic loads (msltrans/lower/ops_volatile.py), and the
+"""`tl.load(..., volatile=True)`: relaxed atomic loads (lower/memory/ops_volatile.py), and the
 spin-lock / ticket patterns that need them, with 64 programs contending.
 
 What the simulator can and cannot show. It runs threadgroups one after another (a later

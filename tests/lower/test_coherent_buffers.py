@@ -1,5 +1,5 @@
 """`coherent(device)` on exactly the buffers one program writes and another reads after an
-acquire (lower/coherence.py; MSL section 4.8), refused below MSL 3.2, and the launcher's
+acquire (lower/memory/coherence.py; MSL section 4.8), refused below MSL 3.2, and the launcher's
 refusal of a coherent buffer that overlaps another argument."""
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import random
 import numpy as np
 
 from msltrans.layout import LinearLayout
-from msltrans.lower.layouts import LayoutRef
+from msltrans.lower.layout_table import LayoutRef
 from msltrans.lower.templates import macros
 from tests.support.run_kernel import sim_or_skip
 from tests.support.triton_layouts import blocked_text

@@ -31,7 +31,7 @@ from msltrans.lower.dot.info import BYTES, DotInfo, align16, render
 from msltrans.lower.dot.simdgroup import is_zero_splat
 from msltrans.lower.dot.state import TILES, pinned, staging_source
 from msltrans.lower.emitter import WARP, Emitter
-from msltrans.lower.layouts import run_dim
+from msltrans.lower.layout_table import run_dim
 
 _FLOAT_STAGE = {"float", "half", "bfloat"}
 

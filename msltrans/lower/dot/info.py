@@ -10,9 +10,9 @@ from typing import Any
 
 from msltrans.ir.model import Op, Value
 from msltrans.ir.types import ScalarType, TensorType
+from msltrans.lower.elementwise.ops_fp8 import FP8_SHORT, need_fp8_support
 from msltrans.lower.emitter import Emitter
 from msltrans.lower.msl_types import FP8_TYPES
-from msltrans.lower.ops_fp8 import FP8_SHORT, need_fp8_support
 from msltrans.lower.templates import environment
 
 _PRECISION_RE = re.compile(r"inputPrecision\s*=\s*(\w+)")

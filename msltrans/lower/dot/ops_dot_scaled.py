@@ -25,8 +25,8 @@ from msltrans.abi.limits import THREADGROUP_MEMORY_BYTES
 from msltrans.ir.model import Op, Value
 from msltrans.ir.types import ScalarType, TensorType
 from msltrans.lower.dot.info import align16
+from msltrans.lower.elementwise.ops_fp8 import need_fp8_support
 from msltrans.lower.emitter import LANE, WARP, Emitter
-from msltrans.lower.ops_fp8 import need_fp8_support
 from msltrans.lower.registry import lowers
 from msltrans.lower.templates import environment
 

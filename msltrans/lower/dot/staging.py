@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from msltrans.ir.model import Value
 from msltrans.lower.dot.info import BYTES, render
 from msltrans.lower.emitter import LANE, WARP, Emitter
-from msltrans.lower.layouts import LayoutRef, run_dim
-from msltrans.lower.vector_access import VectorPlan, pack, unpack
+from msltrans.lower.layout_table import LayoutRef, run_dim
+from msltrans.lower.memory.vector_access import VectorPlan, pack, unpack
 
 PAD_BYTES = 16
 

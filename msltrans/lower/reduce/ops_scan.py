@@ -22,8 +22,9 @@ from dataclasses import dataclass
 
 from msltrans.ir.model import Op
 from msltrans.layout import LinearLayout, _parse_params
-from msltrans.lower.axis_plan import AxisPlan, pext_expr, spread, thread_bits
-from msltrans.lower.combine import (
+from msltrans.lower.emitter import LANE, WARP, Emitter
+from msltrans.lower.reduce.axis_plan import AxisPlan, pext_expr, spread, thread_bits
+from msltrans.lower.reduce.combine import (
     Combine,
     barrier,
     batch_size,
@@ -33,7 +34,6 @@ from msltrans.lower.combine import (
     register_table,
     scratch_arrays,
 )
-from msltrans.lower.emitter import LANE, WARP, Emitter
 from msltrans.lower.registry import lowers
 from msltrans.lower.templates import environment
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 from msltrans.ir.model import Op
 from msltrans.ir.types import PointerType, ScalarType
 from msltrans.lower import msl_types
-from msltrans.lower.atomic_support import LOAD16
+from msltrans.lower.atomics.atomic_support import LOAD16
 from msltrans.lower.emitter import LANE, REG, TID, WARP, Emitter
 from msltrans.lower.values import zero_literal
 

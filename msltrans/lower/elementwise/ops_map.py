@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from msltrans.ir.model import Op, Region
-from msltrans.lower.cfg import emit_region
+from msltrans.lower.control.cfg import emit_region
 from msltrans.lower.emitter import Emitter
 from msltrans.lower.registry import lowers
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from msltrans.ir.model import Block, Function, Module, Op, Value
 from msltrans.ir.types import PointerType, TensorType
 from msltrans.lower.emitter import Emitter
-from msltrans.lower.pointer_roots import Roots, roots
+from msltrans.lower.memory.pointer_roots import Roots, roots
 
 _ACQUIRE_SEMS = ("acquire", "acq_rel")
 _WRITES = ("tt.store", "tt.atomic_rmw", "tt.atomic_cas")

@@ -15,12 +15,12 @@ from msltrans.ir.model import Op, Value
 from msltrans.ir.types import TensorType
 from msltrans.layout import gather_registers
 from msltrans.lower.emitter import LANE, REG, WARP, Emitter
-from msltrans.lower.ops_convert import (
+from msltrans.lower.registry import lowers
+from msltrans.lower.tensor.ops_convert import (
     ELEMENT_BYTES,
     SCRATCH_CHUNK_BYTES,
     convert_through_scratch,
 )
-from msltrans.lower.registry import lowers
 
 
 def _shape(v: Value) -> tuple[int, ...]:

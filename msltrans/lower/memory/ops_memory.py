@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from msltrans.ir.model import Op, Value
 from msltrans.ir.types import PointerType, ScalarType
-from msltrans.lower import align_keys, msl_types, ops_volatile, run_bounds, vector_access
+from msltrans.lower import msl_types
 from msltrans.lower.emitter import LANE, REG, TID, WARP, Emitter
-from msltrans.lower.layouts import LayoutRef
-from msltrans.lower.pointer_roots import shares_buffer_with_other_access
+from msltrans.lower.layout_table import LayoutRef
+from msltrans.lower.memory import align_keys, ops_volatile, run_bounds, vector_access
+from msltrans.lower.memory.pointer_roots import shares_buffer_with_other_access
 from msltrans.lower.registry import lowers
 from msltrans.lower.values import zero_literal
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 
 from msltrans.ir.model import Op, Region
+from msltrans.lower.control.ops_scf import assign, declare_var
 from msltrans.lower.emitter import Emitter
-from msltrans.lower.ops_scf import assign, declare_var
 
 _TARGET = re.compile(r"\^bb(\d+)(\(([^)]*)\))?")
 

@@ -21,10 +21,11 @@ from dataclasses import dataclass
 
 from msltrans.ir.model import Value
 from msltrans.ir.types import PointerType
-from msltrans.lower import msl_types, run_bounds
+from msltrans.lower import msl_types
 from msltrans.lower.emitter import Emitter
-from msltrans.lower.layouts import run_dim
-from msltrans.lower.pointer_roots import kernel_argument_ids, roots
+from msltrans.lower.layout_table import run_dim
+from msltrans.lower.memory import run_bounds
+from msltrans.lower.memory.pointer_roots import kernel_argument_ids, roots
 
 # Element types a run may carry, with their size in bytes. (bool is loaded through a char
 # pointer and converted per element; pointers-to-pointers stay scalar.)

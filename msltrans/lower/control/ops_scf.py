@@ -105,7 +105,7 @@ def stray_terminator(em: Emitter, op: Op) -> None:
 
 @lowers("cf.br", "cf.cond_br")
 def stray_branch(em: Emitter, op: Op) -> None:
-    # Function bodies are emitted by msltrans.lower.cfg, which consumes their branches.
+    # Function bodies are emitted by msltrans.lower.control.cfg, which consumes their branches.
     em.fail("branch inside a structured region (unstructured control flow in a loop or if)",
             "only function bodies may branch between blocks")
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from msltrans.ir.model import Op
 from msltrans.ir.types import TensorType
 from msltrans.lower.emitter import LANE, REG, WARP, Emitter
-from msltrans.lower.ops_convert import ELEMENT_BYTES
 from msltrans.lower.registry import lowers
+from msltrans.lower.tensor.ops_convert import ELEMENT_BYTES
 from msltrans.lower.values import zero_literal
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from msltrans.ir.model import Op
 from msltrans.ir.types import PointerType, ScalarType
 from msltrans.lower import msl_types
+from msltrans.lower.elementwise.ops_arith_float import clamp_expr
+from msltrans.lower.elementwise.ops_fp8 import fp8_convert
 from msltrans.lower.emitter import Emitter
-from msltrans.lower.ops_arith_float import clamp_expr
-from msltrans.lower.ops_fp8 import fp8_convert
 from msltrans.lower.registry import lowers
 from msltrans.lower.support import need_support
 

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 from msltrans.ir.model import Op, Value
 from msltrans.ir.types import PointerType, ScalarType
-from msltrans.lower import atomic64, msl_types
-from msltrans.lower.atomic_support import HISTOGRAM, LOAD16, STRONG_CAS32, word16_helper
+from msltrans.lower import msl_types
+from msltrans.lower.atomics import atomic64
+from msltrans.lower.atomics.atomic_support import HISTOGRAM, LOAD16, STRONG_CAS32, word16_helper
 from msltrans.lower.emitter import LANE, REG, TID, WARP, Emitter
 from msltrans.lower.registry import lowers
 from msltrans.lower.values import zero_literal

@@ -9,10 +9,10 @@ from __future__ import annotations
 from msltrans.ir.model import Op
 from msltrans.ir.types import ScalarType, TensorType
 from msltrans.lower import msl_types
+from msltrans.lower.elementwise.fp_int import float_to_int
+from msltrans.lower.elementwise.ops_arith_float import fma_function
+from msltrans.lower.elementwise.ops_fp8 import fp8_literal, fp8_name
 from msltrans.lower.emitter import LANE, REG, WARP, Emitter
-from msltrans.lower.fp_int import float_to_int
-from msltrans.lower.ops_arith_float import fma_function
-from msltrans.lower.ops_fp8 import fp8_literal, fp8_name
 from msltrans.lower.registry import lowers
 from msltrans.lower.support import need_support
 from msltrans.lower.values import literal

@@ -17,8 +17,9 @@ from __future__ import annotations
 from msltrans.ir.model import Op
 from msltrans.ir.types import TensorType
 from msltrans.layout import LinearLayout
-from msltrans.lower.axis_plan import AxisPlan, pext_expr, thread_bits
-from msltrans.lower.combine import (
+from msltrans.lower.emitter import LANE, WARP, Emitter
+from msltrans.lower.reduce.axis_plan import AxisPlan, pext_expr, thread_bits
+from msltrans.lower.reduce.combine import (
     Combine,
     batch_size,
     combine_of,
@@ -30,7 +31,6 @@ from msltrans.lower.combine import (
     scratch_arrays,
     shuffle_xor,
 )
-from msltrans.lower.emitter import LANE, WARP, Emitter
 from msltrans.lower.registry import lowers
 
 

@@ -12,8 +12,8 @@ Integer ops of this dialect (absi, ctlz, cttz, ctpop) are in ops_arith_int.
 from __future__ import annotations
 
 from msltrans.ir.model import Op
+from msltrans.lower.elementwise.ops_arith_float import float_ctype, fma_function
 from msltrans.lower.emitter import Emitter
-from msltrans.lower.ops_arith_float import float_ctype, fma_function
 from msltrans.lower.registry import lowers
 from msltrans.lower.support import need_support
 

@@ -14,9 +14,9 @@ guessed. Accuracy of each: docs/semantics.md, "Math accuracy".
 from __future__ import annotations
 
 from msltrans.ir.model import Op
+from msltrans.lower.elementwise.fp_int import float_to_int
+from msltrans.lower.elementwise.libdevice_int import INT_FNS, lower_int
 from msltrans.lower.emitter import Emitter
-from msltrans.lower.fp_int import float_to_int
-from msltrans.lower.libdevice_int import INT_FNS, lower_int
 from msltrans.lower.registry import lowers
 from msltrans.lower.support import need_libdevice, need_support
 
@@ -98,7 +98,7 @@ def extern_elementwise(em: Emitter, op: Op) -> None:
     if base is None:
         em.fail(_refusal(symbol),
                 "use tl.* math, or one of the libdevice functions listed in "
-                "msltrans/lower/ops_libdevice.py")
+                "msltrans/lower/elementwise/ops_libdevice.py")
     out = em.ctype(op.results[0])
     if base in _MIXED:
         kinds, result = _MIXED[base]

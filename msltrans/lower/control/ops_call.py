@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from msltrans.ir.model import Function, Op
 from msltrans.ir.text import symbol_ref
 from msltrans.ir.types import PointerType, ScalarType
-from msltrans.lower.cfg import emit_region
+from msltrans.lower.control.cfg import emit_region
+from msltrans.lower.control.ops_scf import assign, declare_var
 from msltrans.lower.emitter import Emitter, sanitize
-from msltrans.lower.ops_scf import assign, declare_var
 from msltrans.lower.registry import lowers
 
 _CONTEXT = (("uint3", "msl_pid"), ("uint3", "msl_nprog"), ("uint", "msl_tid"),

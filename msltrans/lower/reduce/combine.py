@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from msltrans.abi.limits import THREADGROUP_MEMORY_BYTES
 from msltrans.ir.model import Block, Op, Value
-from msltrans.lower.axis_plan import AxisPlan, plan_axis
 from msltrans.lower.emitter import LANE, Emitter
+from msltrans.lower.reduce.axis_plan import AxisPlan, plan_axis
 from msltrans.lower.templates import environment
 
 _BYTES = {"bool": 1, "char": 1, "uchar": 1, "short": 2, "int": 4, "long": 8, "half": 2, "bfloat": 2,

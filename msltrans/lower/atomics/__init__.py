@@ -1,0 +1,1 @@
+"""Global-memory atomics (32- and 64-bit) and tt.histogram."""

@@ -1,0 +1,1 @@
+"""tt.reduce and tt.scan, with the axis plan and combine machinery they share."""

@@ -1,0 +1,2 @@
+"""Shape and layout ops: make_range, splat, broadcast, reshape, trans, join, split, cat,
+convert_layout, gather."""
