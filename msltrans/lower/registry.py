@@ -1,9 +1,8 @@
 """Op name → lowering function. Family modules register with `@lowers(...)`, and checks that
 run before every op's lowering with `@before_every_op`.
 
-Every module named `ops_*.py` in this package or a subpackage (a family that grew into a
-folder, e.g. dot/) is imported on first use, so a new op family is a new file: no edit to
-the core.
+Every module named `ops_*.py` in the wings of this package (elementwise/, memory/, dot/,
+...) is imported on first use, so a new op family is a new file: no edit to the core.
 """
 
 from __future__ import annotations
