@@ -21,7 +21,7 @@ from msltrans.ir.types import TensorType
 from msltrans.lower import msl_ascii, msl_types
 from msltrans.lower.layout_table import LayoutRef, LayoutTable, run_dim
 from msltrans.lower.registry import checks, lookup
-from msltrans.lower.templates import macros
+from msltrans.lower.templates import macro_text, static_text
 from msltrans.lower.unroll import cap_unroll
 
 REG = "msl_r"  # the register index in element loops
@@ -186,8 +186,24 @@ class Emitter:
             if ln.strip():
                 self.line(ln.rstrip())
 
-    def render(self, macro: str, **kw: object) -> None:
-        self.lines_from(str(getattr(macros(), macro)(**kw)))
+    def render(self, macro: str, /, *, prelude: bool = False, **kw: object) -> None:
+        """Lay out a template macro (`templates.macro_text`: "name" of ops.metal.j2, or
+        "file.name" of templates/file.metal.j2) with `kw`: its lines into the body, or with
+        `prelude=True` its text into the program scope (once)."""
+        text = macro_text(macro, **kw)
+        if prelude:
+            self.prelude_once(text)
+        else:
+            self.lines_from(text)
+
+    def include(self, name: str) -> None:
+        """The static helper library templates/<name>.metal into the program scope (once)."""
+        self.prelude_once(static_text(name))
+
+    def prelude_once(self, text: str) -> None:
+        """Program-scope text, unless the program has it already."""
+        if text not in self.prelude:
+            self.prelude.append(text)
 
     def indent(self, delta: int) -> None:
         self._indent += delta

@@ -6,26 +6,13 @@ libdevice_integer.metal).
 
 from __future__ import annotations
 
-import functools
-
 from msltrans.lower.emitter import Emitter
-from msltrans.lower.templates import TEMPLATE_DIR
 
 LIBDEVICE_PARTS = ("basic", "special", "integer")
 
 
-@functools.cache
-def _text(name: str) -> str:
-    return (TEMPLATE_DIR / name).read_text().strip("\n")
-
-
-def _once(em: Emitter, name: str) -> None:
-    if _text(name) not in em.prelude:
-        em.prelude.append(_text(name))
-
-
 def need_support(em: Emitter) -> None:
-    _once(em, "elementwise_support.metal")
+    em.include("elementwise_support")
 
 
 def need_libdevice(em: Emitter, part: str) -> None:
@@ -35,10 +22,10 @@ def need_libdevice(em: Emitter, part: str) -> None:
     if part not in LIBDEVICE_PARTS:
         raise ValueError(f"libdevice support part {part!r}")
     if part == "integer":
-        _once(em, "libdevice_integer.metal")
+        em.include("libdevice_integer")
         return
     if part == "special":
         need_support(em)
-    _once(em, "libdevice_basic.metal")
+    em.include("libdevice_basic")
     if part == "special":
-        _once(em, "libdevice_special.metal")
+        em.include("libdevice_special")

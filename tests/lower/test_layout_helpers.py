@@ -11,7 +11,7 @@ import numpy as np
 
 from msltrans.layout import LinearLayout
 from msltrans.lower.layout_table import LayoutRef
-from msltrans.lower.templates import macros
+from msltrans.lower.templates import macro_text
 from tests.support.run_kernel import sim_or_skip
 from tests.support.triton_layouts import blocked_text
 
@@ -56,7 +56,7 @@ def _case_layouts() -> list[LayoutRef]:
 def test_helpers_equal_coord_everywhere() -> None:
     sim = sim_or_skip()
     refs = _case_layouts()
-    helpers = "\n".join(str(macros().layout_helpers(r.helper_data())) for r in refs)
+    helpers = "\n".join(macro_text("layout_helpers", L=r.helper_data()) for r in refs)
     rows = []
     for r in refs:
         dims = len(r.ll.shape)

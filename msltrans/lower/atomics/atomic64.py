@@ -27,55 +27,22 @@ compare-and-swap — refuses, naming what Metal lacks.
 from __future__ import annotations
 
 from msltrans.lower.emitter import Emitter
-
-_ADD = """\
-// 64-bit atomic add whose old value is unused: Metal has no 64-bit fetch-add, so the two
-// 32-bit words are added by relaxed 32-bit atomics, the low word's carry going to the high
-// word. The final value is exact whatever the interleaving (docs/atomics.md); in between,
-// the two words may be seen half-updated. Apple GPUs are little-endian: w[0] is the low word.
-inline uint msl_atomic_add64_low(device long* p, ulong v) {
-    device atomic_uint* w = (device atomic_uint*)p;
-    uint lo = uint(v);
-    uint old = atomic_fetch_add_explicit(&w[0], lo, memory_order_relaxed);
-    uint carry = (old + lo < old) ? 1u : 0u;  // the low word passed a multiple of 2^32
-    return uint(v >> 32) + carry;              // what the high word gets (mod 2^32)
-}
-inline void msl_atomic_add64_high(device long* p, uint hi) {
-    device atomic_uint* w = (device atomic_uint*)p;
-    if (hi != 0u) atomic_fetch_add_explicit(&w[1], hi, memory_order_relaxed);
-}
-inline void msl_atomic_add64(device long* p, long v) {
-    msl_atomic_add64_high(p, msl_atomic_add64_low(p, ulong(v)));
-}"""
-
-_BITWISE = """\
-// 64-bit atomic {op} whose old value is unused: Metal has no 64-bit atomic {op}; a bitwise op
-// acts on each 32-bit word alone, so two relaxed 32-bit atomics give the exact final value.
-inline void msl_atomic_{op}64(device long* p, long v) {{
-    device atomic_uint* w = (device atomic_uint*)p;  // little-endian: w[0] is the low word
-    atomic_fetch_{op}_explicit(&w[0], uint(ulong(v)), memory_order_relaxed);
-    atomic_fetch_{op}_explicit(&w[1], uint(ulong(v) >> 32), memory_order_relaxed);
-}}"""
-
-_NATIVE = """\
-// unsigned 64-bit atomic {op} whose old value is unused: Metal's void atomic_{op}_explicit on
-// device atomic_ulong (MSL 6.15.4.6; Apple9 GPUs and later, and Apple8 GPUs in a Mac)
-inline void msl_atomic_u{op}64(device long* p, long v) {{
-    atomic_{op}_explicit((device atomic_ulong*)p, ulong(v), memory_order_relaxed);
-}}"""
+from msltrans.lower.templates import macro_text, static_text
 
 SPLIT_KINDS = ("add", "and", "or", "xor")
 NATIVE_KINDS = {"umax": "max", "umin": "min"}
 
 
 def helper(kind: str) -> tuple[str, str]:
-    """(function name, MSL text) of the helper for `kind` (add/and/or/xor/umax/umin)."""
+    """(function name, MSL text) of the helper for `kind` (add/and/or/xor/umax/umin): add's
+    carry from the low word to the high one is templates/atomic_add64.metal, the others are
+    templates/atomics.metal.j2's bitwise64 / native64."""
     if kind == "add":
-        return "msl_atomic_add64", _ADD
+        return "msl_atomic_add64", static_text("atomic_add64")
     if kind in SPLIT_KINDS:
-        return f"msl_atomic_{kind}64", _BITWISE.format(op=kind)
+        return f"msl_atomic_{kind}64", macro_text("atomics.bitwise64", op=kind)
     op = NATIVE_KINDS[kind]
-    return f"msl_atomic_u{op}64", _NATIVE.format(op=op)
+    return f"msl_atomic_u{op}64", macro_text("atomics.native64", op=op)
 
 
 def _check_mix(em: Emitter, kind: str) -> None:
@@ -114,8 +81,7 @@ def rmw64(em: Emitter, kind: str, used: bool) -> str:
     if kind in NATIVE_KINDS:  # atomic_ulong's version: msltrans/msl_version.py
         em.require_msl("atomic_ulong", f"unsigned 64-bit tl.atomic_{NATIVE_KINDS[kind]}")
     name, text = helper(kind)
-    if text not in em.prelude:
-        em.prelude.append(text)
+    em.prelude_once(text)
     return name + "({P}, {V});"
 
 

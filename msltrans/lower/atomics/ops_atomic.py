@@ -28,7 +28,6 @@ from msltrans.ir.model import Op, Value
 from msltrans.ir.types import PointerType, ScalarType
 from msltrans.lower import msl_types
 from msltrans.lower.atomics import atomic64
-from msltrans.lower.atomics.atomic_support import HISTOGRAM, LOAD16, STRONG_CAS32, word16_helper
 from msltrans.lower.emitter import LANE, REG, TID, WARP, Emitter
 from msltrans.lower.registry import lowers
 from msltrans.lower.values import zero_literal
@@ -63,9 +62,12 @@ def _fences(em: Emitter, sem: str, scope: str) -> tuple[str, str]:
     return pre, post
 
 
-def _need_prelude(em: Emitter, text: str) -> None:
-    if text not in em.prelude:
-        em.prelude.append(text)
+def _word16(em: Emitter, kind: str, ct: str) -> str:
+    """The helper doing a 16-bit `kind` (fadd, exch, cas) on `ct` through a CAS loop on the
+    containing 32-bit word (templates/atomics.metal.j2); its name."""
+    name = f"msl_atomic16_{kind}_{ct}"
+    em.render("atomics.word16", prelude=True, kind=kind, ct=ct, name=name)
+    return name
 
 
 def _elem_ctype(em: Emitter, ptr: Value) -> str:
@@ -96,9 +98,7 @@ def _rmw_expr(em: Emitter, kind: str, ct: str) -> str:
         return (f"as_type<float>(atomic_exchange_explicit((device atomic_uint*){{P}}, "
                 f"as_type<uint>({{V}}), {order}))")
     if ct in ("half", "bfloat") and kind == "fadd":  # Triton allows no other 16-bit RMW
-        name, text = word16_helper(kind, ct)
-        _need_prelude(em, text)
-        return name + "({P}, {V}, {V})"
+        return _word16(em, kind, ct) + "({P}, {V}, {V})"
     em.fail(f"atomic `{kind}` on {ct} elements",
             "supported: add/and/or/xor/max/min/umax/umin/exch on int32, fadd/exch on fp32, "
             "fadd on fp16/bf16")
@@ -109,15 +109,15 @@ def _cas_expr(em: Emitter, ct: str) -> str:
     if ct == "long":
         atomic64.cas64(em)
     if ct in ("int", "float"):
-        _need_prelude(em, STRONG_CAS32)
+        # Metal only has a weak compare-exchange, which may fail spuriously; Triton's
+        # atomic_cas is strong: msl_cas32 retries while the failure was spurious.
+        em.include("atomic_cas32")
         if ct == "int":
             return "int(msl_cas32((device atomic_uint*){P}, uint({C}), uint({V})))"
         return ("as_type<float>(msl_cas32((device atomic_uint*){P}, as_type<uint>({C}), "
                 "as_type<uint>({V})))")
     if ct in ("half", "bfloat", "short"):
-        name, text = word16_helper("cas", ct)
-        _need_prelude(em, text)
-        return name + "({P}, {V}, {C})"
+        return _word16(em, "cas", ct) + "({P}, {V}, {C})"
     em.fail(f"atomic_cas on {ct} elements", "use 32-bit or 16-bit data")
 
 
@@ -251,7 +251,7 @@ def _poll_load(em: Emitter, ptr: str, ct: str) -> tuple[str, str]:
         return (f"atomic_load_explicit((device atomic_uint*)({ptr}), memory_order_relaxed)",
                 "uint")
     if ct == "short":
-        _need_prelude(em, LOAD16)
+        em.include("atomic_load16")  # Metal has no 16-bit atomic load: the 32-bit word's half
         return f"msl_atomic_load16({ptr})", "as_type<ushort>"
     em.fail(f"atomic_poll on {ct} elements", "tl.atomic_poll takes 16- or 32-bit integers")
 
@@ -344,9 +344,9 @@ def histogram(em: Emitter, op: Op) -> None:
     name = em.declare(out)
     guard = f"{src_l.owns_fn}({REG}, {LANE}, {WARP})" + (f" && {em.at(mask)}" if mask else "")
     threads = (1 << len(src_l.ll.lane)) << len(src_l.ll.warp)  # num_warps x 32
-    em.lines_from(HISTOGRAM.format(
-        scratch=em.need_scratch(4 * bins), bins=bins, pmask=max(bins, 32) - 1,
+    em.render(
+        "atomics.histogram", scratch=em.need_scratch(4 * bins), bins=bins, pmask=max(bins, 32) - 1,
         threads=threads, src_regs=src_l.regs, guard=guard, src=em.at(src), reg=REG,
         out=name, out_regs=out_l.regs, coord=f"{out_l.coord_fn(0)}({REG}, {LANE}, {WARP})",
-        tid=TID))
+        tid=TID)
 

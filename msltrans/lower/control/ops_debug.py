@@ -21,7 +21,6 @@ from msltrans.ir.model import Op, Value
 from msltrans.ir.types import FLOAT_WIDTHS, INT_WIDTHS, PointerType, ScalarType, TensorType
 from msltrans.lower.emitter import Emitter
 from msltrans.lower.registry import lowers
-from msltrans.lower.templates import environment
 
 BUFFER = "msl_dbg"
 SEQ = "msl_dbg_seq"
@@ -51,19 +50,15 @@ class DebugState:
         return len(self.sites) - 1
 
 
-def _macros() -> Any:
-    return environment().get_template("debug.metal.j2").module
-
-
 def _state(em: Emitter) -> DebugState:
     state = em.family(DebugState)
     if state.function is None:
         em.fail("device_print / device_assert inside a noinline function",
                 "call it in the kernel itself, or drop noinline=True from the helper")
     if not state.sites:
-        em.prelude.append(str(_macros().debug_helpers(
-            header_words=fmt.HEADER_WORDS, record_words=fmt.RECORD_WORDS,
-            dropped_word=fmt.DROPPED, capacity_word=fmt.CAPACITY)))
+        em.render("debug.debug_helpers", prelude=True, header_words=fmt.HEADER_WORDS,
+                  record_words=fmt.RECORD_WORDS, dropped_word=fmt.DROPPED,
+                  capacity_word=fmt.CAPACITY)
     return state
 
 
@@ -148,7 +143,7 @@ def print_(em: Emitter, op: Op) -> None:
         writes.append({"offset": offset, "site": site, "regs": regs, "index": _index(em, v),
                        "bits": _bits(em, v, em.at(v))})
         offset += regs or 1
-    em.lines_from(str(_macros().debug_print(total=offset, writes=writes)))
+    em.render("debug.debug_print", total=offset, writes=writes)
 
 
 @lowers("tt.assert")
@@ -173,9 +168,8 @@ def assert_(em: Emitter, op: Op) -> None:
     if em.is_tensor(cond):
         regs = em.regs(cond)
         fails = f"{fails} && {em.layout(cond).owns_fn}(msl_r, msl_lane, msl_warp)"
-    em.lines_from(str(_macros().debug_assert(site=site, regs=regs, fails=fails,
-                                             index=_index(em, cond),
-                                             failed_word=fmt.FAILED)))
+    em.render("debug.debug_assert", site=site, regs=regs, fails=fails, index=_index(em, cond),
+              failed_word=fmt.FAILED)
 
 
 def begin(em: Emitter, function: str) -> None:

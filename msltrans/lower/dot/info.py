@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from msltrans.ir.model import Op, Value
 from msltrans.ir.types import ScalarType, TensorType
 from msltrans.lower.elementwise.ops_fp8 import FP8_SHORT, need_fp8_support
 from msltrans.lower.emitter import Emitter
 from msltrans.lower.msl_types import FP8_TYPES
-from msltrans.lower.templates import environment
 
 _PRECISION_RE = re.compile(r"inputPrecision\s*=\s*(\w+)")
 # (input element, accumulator element) pairs Triton's tl.dot produces.
@@ -47,13 +45,9 @@ class DotInfo:
         return v.type.shape
 
 
-def macros() -> Any:
-    """The dot macros (dot.metal.j2) as callables (a Jinja template module)."""
-    return environment().get_template("dot.metal.j2").module
-
-
 def render(em: Emitter, macro: str, **kw: object) -> None:
-    em.lines_from(str(getattr(macros(), macro)(**kw)))
+    """A dot.metal.j2 macro into the body (`em.render("dot.<macro>", ...)`)."""
+    em.render(f"dot.{macro}", **kw)
 
 
 def _element(em: Emitter, v: Value) -> str:

@@ -19,7 +19,6 @@ that fit (32 KB in all), the accumulators stay in registers across chunks. Refus
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from msltrans.abi.limits import THREADGROUP_MEMORY_BYTES
 from msltrans.ir.model import Op, Value
@@ -28,7 +27,6 @@ from msltrans.lower.dot.info import align16
 from msltrans.lower.elementwise.ops_fp8 import need_fp8_support
 from msltrans.lower.emitter import LANE, WARP, Emitter
 from msltrans.lower.registry import lowers
-from msltrans.lower.templates import environment
 
 _SYNTAX = re.compile(r"tt\.dot_scaled\s+%[\w.#]+(\s+scale\s+%[\w.#]+)?\s*,\s*%[\w.#]+"
                      r"(\s+scale\s+%[\w.#]+)?\s*,\s*%[\w.#]+\s+lhs\s*=\s*(\w+)\s+rhs\s*=\s*(\w+)")
@@ -36,12 +34,9 @@ _FORMATS = {"e2m1", "e4m3", "e5m2", "bf16", "fp16"}
 _ELEMENT = {"e4m3": "f8E4M3FN", "e5m2": "f8E5M2", "bf16": "bf16", "fp16": "f16", "e2m1": "i8"}
 
 
-def _macros() -> Any:
-    return environment().get_template("dot_scaled.metal.j2").module
-
-
 def _render(em: Emitter, macro: str, **kw: object) -> None:
-    em.lines_from(str(getattr(_macros(), macro)(**kw)))
+    """A dot_scaled.metal.j2 macro into the body."""
+    em.render(f"dot_scaled.{macro}", **kw)
 
 
 def _shape(v: Value) -> tuple[int, ...]:
@@ -170,11 +165,12 @@ def dot_scaled(em: Emitter, op: Op) -> None:
     em.line("{")
     em.indent(1)
     if sa is not None:
-        _render(em, "region", ctype="uchar", name="ssa", scratch=scratch, byte_offset=0)
+        em.render("dot.scratch_region", ctype="uchar", name="ssa", scratch=scratch, byte_offset=0)
     if sb is not None:
-        _render(em, "region", ctype="uchar", name="ssb", scratch=scratch, byte_offset=off_sb)
-    _render(em, "region", ctype=ct, name="sa", scratch=scratch, byte_offset=off_ops)
-    _render(em, "region", ctype=ct, name="sb", scratch=scratch, byte_offset=off_b)
+        em.render("dot.scratch_region", ctype="uchar", name="ssb", scratch=scratch,
+                  byte_offset=off_sb)
+    em.render("dot.scratch_region", ctype=ct, name="sa", scratch=scratch, byte_offset=off_ops)
+    em.render("dot.scratch_region", ctype=ct, name="sb", scratch=scratch, byte_offset=off_b)
     em.line("threadgroup_barrier(mem_flags::mem_threadgroup);  // earlier scratch readers done")
     for s, dst in ((sa, "ssa"), (sb, "ssb")):
         if s is not None:

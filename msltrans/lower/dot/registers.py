@@ -12,7 +12,7 @@ from msltrans.abi.limits import THREADGROUP_MEMORY_BYTES
 from msltrans.errors import MetalPerformanceWarning
 from msltrans.layout import LinearLayout
 from msltrans.lower.dot.fragments import MAX_FRAGMENT_TILES
-from msltrans.lower.dot.info import BYTES, DotInfo, macros, render
+from msltrans.lower.dot.info import BYTES, DotInfo, render
 from msltrans.lower.emitter import Emitter
 from msltrans.lower.unroll import MAX_UNROLLED_NEST
 
@@ -77,12 +77,12 @@ def _index_expr(em: Emitter, table: list[list[int]], what: str) -> str:
         if rows == list(range(0, regs * k, k)) and ks == list(range(k)):
             return f"r * {k}u + k"  # the plain row-major case needs no table
         t_r, t_k = em.fresh(f"dot_{what}_r"), em.fresh(f"dot_{what}_k")
-        em.prelude.append(str(macros().const_table(t_ctype, t_r, rows)))
-        em.prelude.append(str(macros().const_table(t_ctype, t_k, ks)))
+        em.render("dot.const_table", prelude=True, ctype=t_ctype, name=t_r, values=rows)
+        em.render("dot.const_table", prelude=True, ctype=t_ctype, name=t_k, values=ks)
         return f"{t_r}[r] ^ {t_k}[k]"
     flat = [v for row in table for v in row]
     name = em.fresh(f"dot_{what}_rk")
-    em.prelude.append(str(macros().const_table(t_ctype, name, flat)))
+    em.render("dot.const_table", prelude=True, ctype=t_ctype, name=name, values=flat)
     return f"{name}[r * {k}u + k]"
 
 

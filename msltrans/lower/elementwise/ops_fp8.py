@@ -15,7 +15,6 @@ the raw bytes.
 
 from __future__ import annotations
 
-import functools
 import math
 import struct
 
@@ -24,7 +23,6 @@ from msltrans.ir.types import ScalarType, TensorType, Type
 from msltrans.lower.emitter import Emitter
 from msltrans.lower.msl_types import FP8_TYPES
 from msltrans.lower.registry import before_every_op
-from msltrans.lower.templates import TEMPLATE_DIR
 
 # (mantissa bits, exponent bias, max finite code, has inf)
 FORMATS = {"f8E4M3FN": (3, 7, 0x7E, False), "f8E5M2": (2, 15, 0x7B, True)}
@@ -39,15 +37,8 @@ STORAGE_OPS = frozenset({
 })
 
 
-@functools.lru_cache(maxsize=1)
-def _support_text() -> str:
-    return (TEMPLATE_DIR / "fp8_support.metal").read_text().strip("\n")
-
-
 def need_fp8_support(em: Emitter) -> None:
-    text = _support_text()
-    if text not in em.prelude:
-        em.prelude.append(text)
+    em.include("fp8_support")
 
 
 def fp8_name(t: Type) -> str | None:

@@ -32,27 +32,14 @@ from __future__ import annotations
 from msltrans.ir.model import Op
 from msltrans.ir.types import PointerType, ScalarType
 from msltrans.lower import msl_types
-from msltrans.lower.atomics.atomic_support import LOAD16
 from msltrans.lower.emitter import LANE, REG, TID, WARP, Emitter
 from msltrans.lower.values import zero_literal
 
-LOAD8 = """\
-// atomic 8-bit load: a relaxed atomic load of the containing aligned 32-bit word
-inline uchar msl_atomic_load8(device char* p) {
-    device atomic_uint* w = (device atomic_uint*)((ulong)p & ~3ul);
-    uint shift = uint((ulong)p & 3ul) * 8u;
-    return uchar(atomic_load_explicit(w, memory_order_relaxed) >> shift);
-}"""
 _BITS = {"int": "uint", "float": "uint", "short": "ushort", "half": "ushort",
          "bfloat": "ushort", "char": "uchar", "uchar": "uchar", "bool": "uchar"}
 _BARRIER = "threadgroup_barrier(mem_flags::mem_threadgroup);"
 _DEVICE_BARRIER = "threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);"
 ACQUIRE = "atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_device);"
-
-
-def _prelude(em: Emitter, text: str) -> None:
-    if text not in em.prelude:
-        em.prelude.append(text)
 
 
 def _load_expr(em: Emitter, ptr: str, ct: str) -> str:
@@ -61,10 +48,10 @@ def _load_expr(em: Emitter, ptr: str, ct: str) -> str:
     if bits == "uint":
         raw = f"atomic_load_explicit((device atomic_uint*)({ptr}), memory_order_relaxed)"
     elif bits == "ushort":
-        _prelude(em, LOAD16)
+        em.include("atomic_load16")  # relaxed load of the containing 32-bit word
         raw = f"msl_atomic_load16((device short*)({ptr}))"
     elif bits == "uchar":
-        _prelude(em, LOAD8)
+        em.include("atomic_load8")
         raw = f"msl_atomic_load8((device char*)({ptr}))"
         if ct == "bool":
             return f"({raw} != 0)"

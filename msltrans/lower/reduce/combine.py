@@ -16,31 +16,21 @@ from msltrans.abi.limits import THREADGROUP_MEMORY_BYTES
 from msltrans.ir.model import Block, Op, Value
 from msltrans.lower.emitter import LANE, Emitter
 from msltrans.lower.reduce.axis_plan import AxisPlan, plan_axis
-from msltrans.lower.templates import environment
 
 _BYTES = {"bool": 1, "char": 1, "uchar": 1, "short": 2, "int": 4, "long": 8, "half": 2, "bfloat": 2,
           "float": 4}
 
 
-def _macros():  # noqa: ANN202 - a Jinja template module
-    return environment().get_template("reduce.metal.j2").module
-
-
-def _prelude_once(em: Emitter, block: str) -> None:
-    if block not in em.prelude:
-        em.prelude.append(block)
-
-
 def shuffle_xor(em: Emitter, value: str, mask: int) -> str:
     """Expression: `value` from the lane whose id differs in the bits of `mask`."""
-    _prelude_once(em, str(_macros().shuffle_xor_helpers()))
+    em.render("reduce.shuffle_xor_helpers", prelude=True)
     return f"msl_shfl_xor({value}, ushort({mask}))"
 
 
 def register_table(em: Emitter, hint: str, values: list[int]) -> str:
     """A program-scope constant table of register ids; returns its name."""
     name = em.fresh(f"msl_{hint}")
-    em.prelude.append(str(_macros().register_table(name=name, values=values)))
+    em.render("reduce.register_table", prelude=True, name=name, values=values)
     return name
 
 

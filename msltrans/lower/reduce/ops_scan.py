@@ -35,7 +35,6 @@ from msltrans.lower.reduce.combine import (
     scratch_arrays,
 )
 from msltrans.lower.registry import lowers
-from msltrans.lower.templates import environment
 
 
 def _order(encoding: str, rank: int) -> list[int]:
@@ -171,9 +170,7 @@ class _Scan:
         return f"ushort(({LANE} & {0xFFFFFFFF ^ mask}u) | {_pdep_expr(phys, self.split.lanes)})"
 
     def shuffle(self, value: str, lane: str) -> str:
-        block = str(environment().get_template("scan.metal.j2").module.shuffle_idx_helpers())
-        if block not in self.em.prelude:
-            self.em.prelude.append(block)
+        self.em.render("scan.shuffle_idx_helpers", prelude=True)
         return f"msl_shfl_idx({value}, {lane})"
 
     def prev_lane(self) -> str:
