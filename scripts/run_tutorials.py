@@ -19,9 +19,8 @@ outcome per case. Outcomes: pass, fail (assertion), error (another exception), r
 timeout, and "exceeds the simulator budget" for a case that is not run because a case that is
 no larger in every size parameter (same other parameters) already ran past --timeout.
 
-Every unit (a tutorial script, or a batch of pytest cases) is a child process; the parent
-reads its progress lines and kills it when one unit runs past --timeout, then goes on with the
-remaining cases in a fresh child. Cases run smallest first.
+Every unit (a tutorial script, or a batch of pytest cases, smallest first) is a child process;
+one past --timeout is killed and the remaining cases go on in a fresh child.
 """
 
 from __future__ import annotations
@@ -45,8 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _tree_label(src: Path) -> str:
-    # Imported here (scripts/ is first on sys.path when this runs as a script): the module
-    # itself also loads from its file alone, as tests/test_own_code.py reads its tables.
+    # Imported here (scripts/ is first on sys.path when run as a script; tests load the file).
     from conformance.portable import tree_commit
 
     commit = tree_commit(src, "MSLTRANS_TRITON_MIRROR")
@@ -562,7 +560,6 @@ def main(argv: list[str] | None = None) -> int:
     entries = [{**run_tutorial(nn, path, args, args.log), "src": src_label}
                for nn, path in find_tutorials(args.triton_src, args.only)]
     from conformance.portable import portable_argv
-
     shown = portable_argv(argv if argv is not None else sys.argv[1:])
     command = shlex.join(["python", "scripts/run_tutorials.py", *shown])
     wall = time.perf_counter() - t0

@@ -15,6 +15,8 @@ only chosen for a launch whose values have every divisibility it was compiled wi
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from msltrans.ir.model import Function, Op, Value
 from msltrans.ir.types import ScalarType
 from msltrans.lower.emitter import Emitter
@@ -25,12 +27,18 @@ MAX_ACCESS_BYTES = 16
 _STOP = frozenset({"tt.load", "tt.atomic_rmw", "tt.atomic_cas"})
 
 
+@dataclass
+class NarrowAccesses:
+    """The function's accesses narrower than 16 bytes (em.family state): (pointer, the
+    divisibility in elements that would make them 16 bytes wide)."""
+
+    accesses: list[tuple[Value, int]] = field(default_factory=list)
+
+
 def note_narrow_access(em: Emitter, ptr: Value, nbytes_per_access: int, elem_bytes: int) -> None:
     """Record a tensor access that moves fewer than 16 bytes a run (ops_memory.py)."""
     if elem_bytes and nbytes_per_access < MAX_ACCESS_BYTES:
-        narrow: list[tuple[Value, int]] = getattr(em, "narrow_accesses", [])
-        narrow.append((ptr, MAX_ACCESS_BYTES // elem_bytes))
-        em.narrow_accesses = narrow  # type: ignore[attr-defined]
+        em.family(NarrowAccesses).accesses.append((ptr, MAX_ACCESS_BYTES // elem_bytes))
 
 
 def _carried(fn: Function) -> dict[int, list[Value]]:
@@ -63,7 +71,7 @@ def _carried(fn: Function) -> dict[int, list[Value]]:
 def alignment_keys(em: Emitter, fn: Function) -> tuple[tuple[str, int], ...]:
     """(argument name, divisibility) for every integer argument in the address of a narrow
     access whose launch-time divisibility is not already that (sorted by name)."""
-    narrow: list[tuple[Value, int]] = getattr(em, "narrow_accesses", [])
+    narrow = em.family(NarrowAccesses).accesses
     if not narrow:
         return ()
     ints = {a.value.id: a for a in fn.args
