@@ -13,7 +13,7 @@ store by access width. Columns:
   st16%      the same for stores
   ld bytes   load bytes the run moved (rows as stated; the shares do not depend on them)
 
-    python benchmarks/codegen_stats.py --ragged-only
+    python -m benchmarks.codegen_stats --ragged-only
 """
 
 from __future__ import annotations
