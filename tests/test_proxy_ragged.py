@@ -4,15 +4,10 @@ a NaN in the reference means "never written"."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.proxy.cases import Hand  # noqa: E402
+from benchmarks.proxy.case_types import Hand
 
 
 def _run(hand: Hand, data: dict[str, np.ndarray]) -> None:

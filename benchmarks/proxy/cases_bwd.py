@@ -71,7 +71,7 @@ def _ref(t: dict[str, Any], d: int, causal: bool) -> dict[str, Any]:
 
 
 def attn_bwd_cases() -> list[Any]:
-    from benchmarks.proxy.cases import Case, Launch, Size
+    from benchmarks.proxy.case_types import Case, Launch, Size
 
     def size(z: int, h: int, n: int, d: int, causal: bool) -> Size:
         heads = z * h

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from msltrans.abi.limits import MAX_THREADS_PER_THREADGROUP
 from msltrans.sim.errors import CompileError
 from msltrans.sim.prepare import KERNEL_MARK, Preprocessed
 from msltrans.sim.signatures import KernelSignature, eval_index, parse_params
@@ -199,8 +200,6 @@ def max_threads(attrs: list[str], kernel: str) -> int | None:
     threadgroup, and a dispatch of more than N threads per threadgroup fails: the simulator
     refuses both. An N that names template parameters (known only per instantiation) is not
     evaluated: such a kernel keeps the device's 1024."""
-    from msltrans.sim.library import MAX_THREADS_PER_THREADGROUP
-
     found = None
     for attribute in attrs:
         match = _MAX_THREADS.search(attribute)
