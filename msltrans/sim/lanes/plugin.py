@@ -95,8 +95,8 @@ def _build(compiler: Compiler, flags: tuple[str, ...], key: str, path: Path) -> 
     unity = path.with_suffix(".cpp")
     atomic_write(unity, "".join(f'#include "{unit}"\n' for unit in units).encode())
     tmp = temp_output(path)
-    argv = [*compiler.argv, "-x", "c++", *flags, "-O2", "-fPIC", "-shared", "-o", str(tmp),
-            str(unity)]
+    argv = [*compiler.argv, "-x", "c++", *flags, "-O2", "-fPIC", "-shared", "-Wfatal-errors",
+            "-o", str(tmp), str(unity)]
     result = subprocess.run(argv, capture_output=True, text=True)
     if result.returncode != 0:
         tmp.unlink(missing_ok=True)
