@@ -2,12 +2,38 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 import traceback
 from typing import Any
 
 import pytest
 
 from tests.support.triton_features import DOT_ACC_REASON, dot_infers_out_dtype
+
+_CREATED: list[str] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One simulator compile cache for the whole test run, new for each run (hermetic: a run
+    builds every kernel it uses) and removed at its end. Made by the process pytest starts
+    with, before it starts any pytest-xdist worker: the workers inherit it through the
+    environment, so a kernel is built once, not once per worker (the cache's locks,
+    msltrans/sim/cache.py, make a worker wait for the other's build of the same entry).
+    MSLTRANS_SIM_CACHE_DIR, when set, is used instead and kept (a warm cache for reruns)."""
+    if os.environ.get("MSLTRANS_SIM_CACHE_DIR") or hasattr(config, "workerinput"):
+        return
+    path = tempfile.mkdtemp(prefix="msltrans-sim-cache-")
+    os.environ["MSLTRANS_SIM_CACHE_DIR"] = path
+    _CREATED.append(path)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    while _CREATED:
+        path = _CREATED.pop()
+        os.environ.pop("MSLTRANS_SIM_CACHE_DIR", None)
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _is_dot_accumulator_refusal(exc: BaseException | None) -> bool:

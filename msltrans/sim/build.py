@@ -45,6 +45,7 @@ from msltrans.sim.prepare import (
     split_preprocessed,
 )
 from msltrans.sim.store import Built, file_hash
+from msltrans.sim.unroll import cap_unrolls
 
 # Unoptimised LLVM IR (the optimiser runs once, after the NaN rewrite).
 IR_FLAGS = ("-S", "-emit-llvm", "-Xclang", "-disable-llvm-passes")
@@ -127,7 +128,7 @@ def build(source: str, name: str, compiler: Compiler, key: str,
         clock = now
 
     with tempfile.TemporaryDirectory(prefix="mslsim-") as work:
-        Path(work, name).write_text(mark_source(source))
+        Path(work, name).write_text(mark_source(cap_unrolls(source)))
         argv = [*compiler.argv, "-E", *flags, *PCH_CODEGEN, *includes,
                 *PRELUDE_FLAGS, name]
         preprocessed = _run(argv, work, "preprocessing", name, keep)

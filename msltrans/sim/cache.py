@@ -1,24 +1,32 @@
 """The on-disk compile cache: `$MSLTRANS_SIM_CACHE_DIR` (default ~/.cache/msltrans/sim).
 
 Entries are written to a temporary name and renamed into place, so concurrent processes
-(pytest-xdist) never see half-written files; two processes racing on one key both compile
-and the last rename wins with identical content.
+(pytest-xdist) never see half-written files. A process about to build an entry takes the
+entry's lock first (`build_lock`), so a second process that wants the same entry waits for
+the first one's build and then loads it instead of compiling it again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:   # not POSIX: no lock, concurrent builds of one entry just both compile
+    fcntl = None  # type: ignore[assignment]
 
 from msltrans import settings
 
 _SIM_DIR = Path(__file__).parent
 # Everything that changes what a given MSL source compiles to.
 _VERSIONED_FILES = ("prepare.py", "discover.py", "signatures.py", "entries.py", "build.py",
-                    "compiler.py", "large.py", "store.py", "nan_canon.py", "attributes.py",
-                    "lanes/plugin.py", "lanes/lanes_pass.cpp", "lanes/matrix.cpp",
+                    "compiler.py", "large.py", "unroll.py", "store.py", "nan_canon.py",
+                    "attributes.py", "lanes/plugin.py", "lanes/lanes_pass.cpp", "lanes/matrix.cpp",
                     "lanes/objects.cpp", "lanes/live.cpp", "lanes/pass.h")
 
 
@@ -64,3 +72,21 @@ def temp_output(path: Path) -> Path:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     os.close(fd)
     return Path(tmp)
+
+
+@contextlib.contextmanager
+def build_lock(name: str) -> Iterator[None]:
+    """Hold the cache's lock for entry `name` (an advisory lock on locks/<name>.lock,
+    released when the block ends or the process dies): callers check for the entry again
+    inside it and build it only if it is still missing."""
+    if fcntl is None:
+        yield
+        return
+    locks = cache_dir() / "locks"
+    locks.mkdir(exist_ok=True)
+    fd = os.open(locks / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)   # closing the descriptor releases the lock

@@ -32,7 +32,7 @@ from msltrans.sim.args import (
     scalar_bytes,
     scalar_region,
 )
-from msltrans.sim.cache import headers_hash, temp_output
+from msltrans.sim.cache import build_lock, headers_hash, temp_output
 from msltrans.sim.compiler import (
     CODEGEN_FLAGS,
     LANGUAGE_FLAGS,
@@ -421,7 +421,12 @@ def compile_shader(source: str, name: str = "shader.metal",
     if built is None:
         from msltrans.sim.build import build  # the compiler side, only for a cache miss
 
-        built = build(source, name, find_compiler(), key, dirs, version, profile, checked)
+        # Another process (a pytest-xdist worker) building the same key: wait, then load it.
+        with build_lock(key):
+            built = load_built(key)
+            if built is None:
+                built = build(source, name, find_compiler(), key, dirs, version, profile,
+                              checked)
     library = Library(built.library, built.kernels, source, Path(name).name, built.deps)
     library.build_args = (source, name, dirs, version)
     library.profiling = profile

@@ -8,7 +8,7 @@ import functools
 import os
 import subprocess
 
-from msltrans.sim.cache import cache_dir, runtime_sources, temp_output, tree_hash
+from msltrans.sim.cache import build_lock, cache_dir, runtime_sources, temp_output, tree_hash
 from msltrans.sim.compiler import TARGET_FLAGS, find_compiler, shell_command
 from msltrans.sim.errors import CompileError
 
@@ -102,7 +102,9 @@ def runtime() -> ctypes.CDLL:
            + "".join(f"-{f.split('=')[-1]}" for f in TARGET_FLAGS))
     path = cache_dir() / f"libmslsim-{key}.so"
     if not path.exists():
-        _build(path)
+        with build_lock(path.name):
+            if not path.exists():
+                _build(path)
     lib = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
     lib.msl_sim_dispatch.argtypes = [ctypes.POINTER(Launch), ctypes.POINTER(Report)]
     lib.msl_sim_dispatch.restype = ctypes.c_int

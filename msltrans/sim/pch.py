@@ -16,7 +16,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from msltrans.sim.cache import atomic_write, cache_dir, headers_hash, temp_output
+from msltrans.sim.cache import atomic_write, build_lock, cache_dir, headers_hash, temp_output
 from msltrans.sim.compiler import TARGET_FLAGS, Compiler, include_flags, language_flags
 
 PRELUDE = "#include <msl_sim/entry.h>\n#include <metal_stdlib>\n"
@@ -62,6 +62,16 @@ def prelude_pch(compiler: Compiler, version: int) -> tuple[Path, str] | None:
     pch, reference = out / f"prelude-{key}.pch", out / f"prelude-{key}.shim"
     if pch.exists() and reference.exists():
         return pch, reference.read_text()
+    with build_lock(pch.name):
+        if pch.exists() and reference.exists():
+            return pch, reference.read_text()
+        return _build(compiler, flags, key, pch, reference)
+
+
+def _build(compiler: Compiler, flags: tuple[str, ...], key: str, pch: Path,
+           reference: Path) -> tuple[Path, str] | None:
+    shim_dir = str(include_flags()[1])
+    out = pch.parent
     # The PCH records its input's path: the prelude lives next to it in the cache.
     header = out / f"prelude-{key}.h"
     if not header.exists():

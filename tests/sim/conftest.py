@@ -1,14 +1,8 @@
-"""Simulator tests share one compile cache per session (a temp dir, so runs are hermetic)."""
+"""The simulator fixture (the run's compile cache is set up in tests/conftest.py)."""
 
 from __future__ import annotations
 
-import os
-import tempfile
-
 import pytest
-
-_CACHE = tempfile.mkdtemp(prefix="msltrans-sim-cache-")
-os.environ.setdefault("MSLTRANS_SIM_CACHE_DIR", _CACHE)
 
 
 @pytest.fixture(scope="session")

@@ -72,3 +72,32 @@ def test_checked_liveness_builds_and_runs(monkeypatch):
         out[mode] = x
     assert out["lanes"].tobytes() == out["fibers"].tobytes()
     np.testing.assert_array_equal(out["lanes"], _loops_reference(x0, 3))
+
+
+
+def _shuffles(sites: int) -> str:
+    steps = "".join(f"    v = v * 3u + simd_shuffle_xor(v, ushort({1 << (k % 5)}));\n"
+                    for k in range(sites))
+    return (HEADER + "kernel void chain(device uint* x [[buffer(0)]],\n"
+            "                  uint i [[thread_position_in_grid]]) {\n"
+            f"    uint v = x[i];\n{steps}    x[i] = v;   // {uuid.uuid4().hex}\n}}\n")
+
+
+def _shuffles_reference(x: np.ndarray, sites: int) -> np.ndarray:
+    v = x.astype(np.uint64)
+    lane = np.arange(32)
+    for k in range(sites):
+        v = (v * 3 + v[lane ^ (1 << (k % 5))]) % 2**32
+    return v.astype(np.uint32)
+
+
+@pytest.mark.parametrize(("sites", "lanes"), [(256, True), (257, False)])
+def test_more_rendezvous_sites_than_the_limit_run_on_fibers(sites, lanes):
+    # Straight-line SIMD ops, each call one site (lanes_pass.cpp, LANES_MAX_SITES = 256):
+    # past the limit the kernel keeps only its per-thread entry, with the same results.
+    lib = sim.compile_shader(_shuffles(sites), name="lanes_sites.metal")
+    assert lib.chain.lanes is lanes
+    x0 = np.arange(32, dtype=np.uint32) * 7 + 1
+    x = x0.copy()
+    lib.chain(x, threads=32, group_size=32)
+    np.testing.assert_array_equal(x, _shuffles_reference(x0, sites))

@@ -81,6 +81,12 @@ constexpr uint64_t LANES_HEAP_LIMIT = 16 << 20;      // in the runtime's memory 
 // passes take minutes (a one-warp kernel of ten 2,048-element scans: 467,000 instructions,
 // 35 s of CPU in one InstCombine run), for a kernel whose per-thread entry builds in seconds.
 constexpr unsigned LANES_MAX_INSTRUCTIONS = 150000;
+// Nor is one with more rendezvous sites than this: each is a case of the loop head's dispatch
+// and a resume block that the live values' slots reach, and code generation grows faster than
+// the sites (a one- and two-warp kernel of seven row reductions over 32 rows a thread, 1,120
+// simd_shuffle_xor sites, 108,000 lines of IR: minutes in code generation, where its per-thread
+// entry takes 1.9 s). Fibers run such a kernel's one threadgroup in milliseconds.
+constexpr unsigned LANES_MAX_SITES = 256;
 
 const char *const ENTRY_PREFIX = "__msl_sim_entry_";
 const char *const LANES_PREFIX = "__msl_sim_lanes_";
@@ -206,6 +212,11 @@ std::string transform(Function &g, Argument *threadArg) {
                 sites.push_back({c, &MATRIX, nullptr});
         }
     if (sites.empty()) return "no rendezvous";
+    if (getenv("MSLTRANS_SIM_LANES_TRACE"))
+        errs() << "msltrans lanes: " << g.getName() << ": " << sites.size() << " rendezvous sites\n";
+    if (sites.size() > LANES_MAX_SITES)
+        return "over " + std::to_string(LANES_MAX_SITES) + " rendezvous sites (" +
+               std::to_string(sites.size()) + ")";
     SmallPtrSet<BasicBlock *, 32> resumeBlocks;
     SmallVector<CallInst *, 32> results;
     for (Site &s : sites) {

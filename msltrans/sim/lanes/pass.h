@@ -1,5 +1,7 @@
 // msltrans simulator's lanes pass: what its two parts share (lanes_pass.cpp makes a
 // simdgroup one function; matrix.cpp gives that function its simdgroup_matrix ops).
+// plugin.py compiles the .cpp parts as one translation unit (LLVM's headers parsed once), so
+// file-local names (anonymous namespaces, statics) must differ between the parts.
 #ifndef MSLTRANS_LANES_PASS_H
 #define MSLTRANS_LANES_PASS_H
 

@@ -17,7 +17,7 @@ import warnings
 from pathlib import Path
 
 from msltrans import settings
-from msltrans.sim.cache import cache_dir, temp_output, tree_hash
+from msltrans.sim.cache import atomic_write, build_lock, cache_dir, temp_output, tree_hash
 from msltrans.sim.compiler import Compiler, shell_command
 
 SOURCE = Path(__file__).with_name("lanes_pass.cpp")
@@ -85,9 +85,19 @@ def plugin(compiler: Compiler) -> Path | None:
     flags = _headers(compiler)
     if flags is None or key in _failed:
         return None
+    with build_lock(path.name):
+        return path if path.exists() else _build(compiler, flags, key, path)
+
+
+def _build(compiler: Compiler, flags: tuple[str, ...], key: str, path: Path) -> Path | None:
+    # One translation unit that includes every part: LLVM's headers are parsed once, not
+    # once per file (6.5 s of CPU where five units took 14.5 s).
+    units = [SOURCE, *(part for part in PARTS if part.suffix == ".cpp")]
+    unity = path.with_suffix(".cpp")
+    atomic_write(unity, "".join(f'#include "{unit}"\n' for unit in units).encode())
     tmp = temp_output(path)
-    argv = [*compiler.argv, "-x", "c++", *flags, "-O2", "-fPIC", "-shared", "-o", str(tmp),
-            str(SOURCE), *(str(part) for part in PARTS if part.suffix == ".cpp")]
+    argv = [*compiler.argv, "-x", "c++", *flags, "-O2", "-fPIC", "-shared", "-Wfatal-errors",
+            "-o", str(tmp), str(unity)]
     result = subprocess.run(argv, capture_output=True, text=True)
     if result.returncode != 0:
         tmp.unlink(missing_ok=True)
