@@ -36,6 +36,18 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
+@pytest.fixture
+def sim_driver_only() -> None:
+    """Skips a test unless Triton's active driver is msltrans's Metal driver on the simulator
+    engine (modules that launch through `kernel[grid]` take it with
+    `pytestmark = pytest.mark.usefixtures("sim_driver_only")`)."""
+    from triton.runtime.driver import driver
+
+    active = driver.active
+    if type(active).__name__ != "MetalDriver" or active.engine_name != "sim":
+        pytest.skip("needs the Metal driver on the simulator engine")
+
+
 def _is_dot_accumulator_refusal(exc: BaseException | None) -> bool:
     """Whether `exc` (or what it was raised from) is the assertion in Triton's `tl.dot`
     semantics that the accumulator be of `out_dtype`."""

@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from triton.runtime.driver import driver
 
 from msltrans.workloads import dot_scaled_cases_kernels as K
 
@@ -25,11 +24,7 @@ CUDA = DATA / "dot_scaled_upstream.npz"
 TORCH = {"torch.float16": torch.float16, "torch.bfloat16": torch.bfloat16}
 
 
-@pytest.fixture(autouse=True)
-def _sim_driver():
-    active = driver.active
-    if type(active).__name__ != "MetalDriver" or active.engine_name != "sim":
-        pytest.skip("needs the Metal driver on the simulator engine")
+pytestmark = pytest.mark.usefixtures("sim_driver_only")
 
 
 def _tensor(bits: np.ndarray, dtype: str) -> torch.Tensor:

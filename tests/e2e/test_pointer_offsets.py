@@ -21,12 +21,7 @@ from triton.runtime.driver import driver
 from msltrans.backend import compiler as backend_compiler
 from msltrans.backend.compiler import POINTER_RANGE_BYTES, MetalBackend, within_2gb
 
-
-@pytest.fixture(autouse=True)
-def _sim_driver():
-    active = driver.active
-    if type(active).__name__ != "MetalDriver" or active.engine_name != "sim":
-        pytest.skip("needs the Metal driver on the simulator engine")
+pytestmark = pytest.mark.usefixtures("sim_driver_only")
 
 
 @triton.jit

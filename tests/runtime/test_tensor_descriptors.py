@@ -12,18 +12,12 @@ import pytest
 import torch
 import triton
 import triton.language as tl
-from triton.runtime.driver import driver
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from msltrans.errors import MetalNonRecoverableError
 from tests.support.triton_features import descriptors_round_to_tf32
 
-
-@pytest.fixture(autouse=True)
-def _sim_driver():
-    active = driver.active
-    if type(active).__name__ != "MetalDriver" or active.engine_name != "sim":
-        pytest.skip("needs the Metal driver on the simulator engine")
+pytestmark = pytest.mark.usefixtures("sim_driver_only")
 
 
 @triton.jit
