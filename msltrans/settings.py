@@ -19,6 +19,7 @@ FP64 = "MSLTRANS_FP64"
 MSL_VERSION = "MSLTRANS_MSL_VERSION"
 FAST_MATH = "PYTORCH_MPS_FAST_MATH"
 DOT_FRAGMENTS = "MSLTRANS_DOT_FRAGMENTS"
+ALIGN_VARIANTS = "MSLTRANS_ALIGN_VARIANTS"
 PRINT_BUFFER_BYTES = "MSLTRANS_PRINT_BUFFER_BYTES"
 CLANG = "MSLTRANS_CLANG"
 SIM_CACHE_DIR = "MSLTRANS_SIM_CACHE_DIR"
@@ -65,6 +66,12 @@ SETTINGS: tuple[Setting, ...] = (
             "keep every `tt.dot` result in threadgroup tiles instead of simdgroup-matrix "
             "fragments in registers (a debugging aid: slower, same results within the stated "
             "bounds; also the `dot_fragments` compile option)"),
+    Setting(ALIGN_VARIANTS, "MSLTRANS_ALIGN_VARIANTS=0",
+            "launch every kernel from its first compile, never a launch-time alignment variant "
+            "(default: an integer argument whose value makes an access 16 bytes wide picks a "
+            "variant compiled with that divisibility; its layout may sum floats in another "
+            "order than Triton's CUDA backend at the same non-16-divisible value; "
+            "docs/backend.md)"),
     Setting(PRINT_BUFFER_BYTES, "MSLTRANS_PRINT_BUFFER_BYTES=N",
             "size of the `tl.device_print` / `tl.device_assert` buffer (default 8 MiB; "
             "[docs/debugging.md](docs/debugging.md))"),

@@ -22,6 +22,8 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from msltrans import settings
+
 DIVISIBILITY = "tt.divisibility"
 
 
@@ -89,7 +91,9 @@ class AlignVariants:
 
     def pick(self, args: Sequence[Any]) -> tuple[Any, Any] | None:
         """(launcher, function) of the variant for this launch, or None for the kernel in
-        hand."""
+        hand (always, with MSLTRANS_ALIGN_VARIANTS=0)."""
+        if settings.text(settings.ALIGN_VARIANTS, "1") == "0":
+            return None
         key = self.key(args)
         if key is None:
             return None

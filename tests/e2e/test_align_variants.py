@@ -69,6 +69,17 @@ def test_stride_1000_runs_the_16_byte_variant() -> None:
                                    for ln in lines), lines
 
 
+def test_variants_off_runs_the_first_compile(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MSLTRANS_ALIGN_VARIANTS=0: every launch takes the first compile (what Triton's CUDA
+    launcher would run at this stride), still exact."""
+    monkeypatch.setenv("MSLTRANS_ALIGN_VARIANTS", "0")
+    x, out, compiled = _launch(1000)
+    assert out.numpy().tobytes() == _expected(x, 1000).tobytes()
+    variants = compiled.run.variants
+    assert variants is not None and variants.key([out, x, 1000, 1000, COLS, BLOCK]) == (4, 4)
+    assert variants.pick([out, x, 1000, 1000, COLS, BLOCK]) is None
+
+
 @pytest.mark.parametrize("stride,offset", [(1001, 0), (1002, 0), (1000, 1)])
 def test_unaligned_strides_and_views(stride: int, offset: int) -> None:
     # (the first compile is shared by every stride that is not a multiple of 16, and so are

@@ -405,7 +405,7 @@ def test_register_path_tiles_warn() -> None:
     assert program.source.count("path=registers") == 2
     assert len(said) == 2, [str(w.message) for w in said]
     first = str(said[0].message)
-    assert "tt.dot 128x64x128" in first and "test_attention.py:" in first
+    assert "tt.dot 128x64x128" in first and " at attention.py:" in first
     assert "bytes of operands a thread" in first and "More warps" in first
     program, said = _lower_tutorial(replace(slow, bm=64, bn=32))
     assert "path=registers" not in program.source and not said

@@ -231,10 +231,8 @@ def _with_coherence(source: str, coherent: bool) -> str:
 
 
 def test_layer_norm_backward_needs_coherent_buffers(sim) -> None:  # noqa: ANN001
-    from msltrans.workloads.softmax_layernorm import (
-        _layer_norm_data,
-        layer_norm_bwd_dx_rows,
-    )
+    from msltrans.workloads.softmax_layernorm import layer_norm_bwd_dx_rows
+    from tests.e2e.workloads.test_softmax_layernorm import _layer_norm_data
     from tests.support.run_kernel import compile_kernel
 
     M, n, groups, block = 9, 300, 4, 512
