@@ -78,3 +78,31 @@ def test_jit_launch_refuses_at_3_1(monkeypatch: pytest.MonkeyPatch, tmp_path) ->
     counter_kernel[(2,)](count, out, SEM="relaxed")
     assert count.item() == 2
     counter_kernel.device_caches.clear()
+
+
+@triton.jit(noinline=True)
+def _helper_atomic(count_ptr, SEM: tl.constexpr):
+    return tl.atomic_add(count_ptr, 1, sem=SEM)
+
+
+@triton.jit
+def helper_counter_kernel(count_ptr, out_ptr, SEM: tl.constexpr):
+    tl.store(out_ptr + tl.program_id(0), _helper_atomic(count_ptr, SEM))
+
+
+def _helper_program(sem: str, version: int):
+    mod = to_ttgir(helper_counter_kernel, {"count_ptr": "*i32", "out_ptr": "*i32"},
+                   {"SEM": sem}, 1)
+    return lower_module(read_module(mod), msl_version_target=version)
+
+
+def test_noinline_helper_lowers_for_the_kernels_target() -> None:
+    """A noinline helper's body is lowered for the kernel's MSL version: what it uses is
+    refused below that version and raises the kernel's stated version (the guard)."""
+    with pytest.raises(MetalNonRecoverableError, match="needs MSL 3.2"):
+        _helper_program("acq_rel", 310)
+    source = _helper_program("acq_rel", 320).source
+    assert "helper" in source and "atomic_thread_fence" in source
+    assert '#error "msltrans: this kernel needs MSL 3.2' in source
+    relaxed = _helper_program("relaxed", 310).source
+    assert "atomic_thread_fence" not in relaxed and "#error" not in relaxed

@@ -93,9 +93,12 @@ def _emit_function(em: Emitter, op: Op, fn: Function) -> tuple[str, bool]:
         em.fail(f"recursive call of @{fn.name}", "Metal has no recursion")
     state.active.add(fn.name)
     # Constant tables and nested callees go to the same program (prelude); the call state
-    # is the kernel's.
+    # is the kernel's. The helper is lowered for the kernel's MSL version, and the gated
+    # features it uses are the kernel's (its version guard, kernel.py).
     sub = _CalleeEmitter(em.layouts, enable_fp_fusion=em.enable_fp_fusion, module=em.module,
-                         prelude=em.prelude, families={_Calls: state}, op=op)
+                         prelude=em.prelude,
+                         msl_version=em.msl_version, msl_features=em.msl_features,
+                         families={_Calls: state}, op=op)
     params = []
     for arg in fn.args:
         if not isinstance(arg.value.type, ScalarType | PointerType):
