@@ -31,6 +31,7 @@ from typing import Any
 from msltrans.abi.limits import SIMD_WIDTH
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir.pipeline import DEFAULT_CHIP
+from msltrans.runtime.align_variants import state_divisibility
 
 STAGES = ("ttir", "ttgir", "msl")
 
@@ -80,8 +81,7 @@ def specialisation_attrs(arg_names: list[str], divisible_by_16: Iterable[str] = 
     for a in within_2gb:
         attrs.setdefault((arg_names.index(a),), []).append(["tt.pointer_range", 32])
     for a, d in (divisibility or {}).items():
-        at = attrs.setdefault((arg_names.index(a),), [])
-        at[:] = [x for x in at if x[0] != "tt.divisibility"] + [["tt.divisibility", d]]
+        state_divisibility(attrs, arg_names.index(a), d)
     return attrs
 
 

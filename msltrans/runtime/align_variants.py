@@ -55,6 +55,14 @@ def _options(metadata: Any) -> dict[str, Any]:
     return out
 
 
+def state_divisibility(attrs: dict[tuple[int, ...], list[list[Any]]], index: int,
+                       divisor: int) -> None:
+    """State in ASTSource `attrs` that argument `index` is divisible by `divisor`, replacing
+    the divisibility stated before (Triton's 16, or none)."""
+    kept = [a for a in attrs.get((index,), []) if a[0] != DIVISIBILITY]
+    attrs[(index,)] = [*kept, [DIVISIBILITY, divisor]]
+
+
 class AlignVariants:
     """The variants of one compiled kernel, by key (built by runtime/launch.py)."""
 
@@ -123,8 +131,7 @@ class AlignVariants:
         attrs = {k: [list(a) for a in v] for k, v in self.src.attrs.items()}
         for (index, _), level, stated in zip(self.keys, key, self.stated, strict=True):
             if level > stated:
-                kept = [a for a in attrs.get((index,), []) if a[0] != DIVISIBILITY]
-                attrs[(index,)] = [*kept, [DIVISIBILITY, level]]
+                state_divisibility(attrs, index, level)
         src = ASTSource(self.src.fn, self.src.signature, dict(self.src.constants), attrs)
         kernel = triton_compile(src, target=self.metadata.target,
                                 options=_options(self.metadata))
