@@ -85,13 +85,13 @@ def _static_vec(program: MslProgram) -> int:
 def measure(case: Case, rows: int = ROWS) -> dict[str, Any]:
     from msltrans.sim.profile_records import DEVICE_LOAD, DEVICE_STORE
     from msltrans.sim.profiling import profile
-    from tests.support.run_kernel import dispatch
+    from msltrans.toolchain import run_on_simulator
 
     fn, args, constexprs, warps, data = case
     program, variant = compile_launch(fn, args, constexprs, warps)
     grid, values = data(rows)
     with profile() as prof:
-        dispatch(program, grid, values)
+        run_on_simulator(program, grid, values)
     moved = {DEVICE_LOAD: [0, 0], DEVICE_STORE: [0, 0]}
     for launch in prof.launches:
         for site in launch.sites:

@@ -69,13 +69,14 @@ from benchmarks.codegen_workloads import (
     write_baseline,
 )
 from msltrans.lower import MslProgram
+from msltrans.lower.dot.info import dot_records
+from msltrans.toolchain import lower_with_dot_path as compile_with
 from msltrans.workloads.dot_kernels import (
     batched_dot_kernel,
     chained_dot_kernel,
     k_loop_variant_kernel,
 )
 from msltrans.workloads.grouped_matmul import grouped_matmul_kernel
-from tests.e2e.dot_support import compile_with, dot_stats
 
 _WORD_BYTES = {"bool": 1, "char": 1, "uchar": 1, "short": 2, "ushort": 2, "half": 2,
                "bfloat": 2, "int": 4, "uint": 4, "float": 4, "long": 8, "ulong": 8}
@@ -128,7 +129,7 @@ def register_words(body: str) -> int:
 
 
 def row(name: str, program: MslProgram) -> dict[str, Any]:
-    stats = dot_stats(program)
+    stats = dot_records(program.source)
     body = program.source[program.source.index("kernel void"):]
     step = k_step_text(program.source)
     paths = "+".join(s["path"] for s in stats)

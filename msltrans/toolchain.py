@@ -204,6 +204,30 @@ def to_ttgir(fn_or_src: Any, signature: dict[str, str], constexprs: dict[str, An
     return out.module
 
 
+def lower_with_dot_path(fn: Any, signature: dict[str, str], num_warps: int = 4,
+                        path: str = "auto", **constexprs: Any) -> Any:
+    """The MslProgram of `fn` with every tt.dot lowered by one path ("auto": the normal
+    choice; lower/dot/choose.py force_path), for the dot tests and the codegen statistics."""
+    from msltrans.ir import read_module
+    from msltrans.lower import lower_module
+    from msltrans.lower.dot.choose import force_path
+
+    with force_path(path):
+        return lower_module(read_module(to_ttgir(fn, signature, constexprs, num_warps)))
+
+
+def run_on_simulator(program: Any, grid: tuple[int, ...], args: tuple) -> None:
+    """Run an MslProgram on the simulator per the dispatch contract (grid (gx, gy, gz) ->
+    threads (gx*T, gy, gz), groups of T); numpy arrays are read and written in place."""
+    from msltrans import sim
+
+    gx, gy, gz = (tuple(grid) + (1, 1, 1))[:3]
+    t = program.threads_per_group
+    kernel = getattr(sim.compile_shader(program.source), program.kernel_name)
+    kernel(*program.engine_args(args), threads=(gx * t, gy, gz), group_size=(t, 1, 1),
+           arg_casts=program.arg_casts, buffer_alignment=dict(program.buffer_alignment))
+
+
 def _msl_stage(module: Any, out: Compiled, options: Any) -> str:
     """The plugin's msl stage (backend/compiler.make_msl), keeping the MslProgram."""
     from msltrans.backend.compiler import lower_ttgir, record_metadata

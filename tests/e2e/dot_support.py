@@ -8,21 +8,16 @@ from typing import Any
 import numpy as np
 import torch
 
-from msltrans.ir import read_module
-from msltrans.lower import MslProgram, lower_module
-from msltrans.lower.dot.choose import force_path
-from msltrans.toolchain import to_ttgir
+from msltrans.lower import MslProgram
+from msltrans.lower.dot.info import dot_records
+from msltrans.toolchain import lower_with_dot_path
 from tests.support.fma import fma_chain_matmul
 from tests.support.run_kernel import dispatch
 
+compile_with = lower_with_dot_path  # (fn, signature, num_warps, path, **constexprs)
+
 TRITON_PTR = {"float32": "*fp32", "float16": "*fp16", "bfloat16": "*bf16", "int8": "*i8",
               "int32": "*i32"}
-
-
-def compile_with(fn: Any, signature: dict[str, str], num_warps: int = 4, path: str = "auto",
-                 **constexprs: Any) -> MslProgram:
-    with force_path(path):
-        return lower_module(read_module(to_ttgir(fn, signature, constexprs, num_warps)))
 
 
 def run(program: MslProgram, grid: tuple[int, ...], *args: Any) -> None:
@@ -30,12 +25,8 @@ def run(program: MslProgram, grid: tuple[int, ...], *args: Any) -> None:
 
 
 def dot_stats(program: MslProgram) -> list[dict[str, str]]:
-    """The `// msltrans-dot: key=value ...` line of each tt.dot the lowering emitted."""
-    out = []
-    for line in program.source.splitlines():
-        if "// msltrans-dot:" in line:
-            out.append(dict(kv.split("=", 1) for kv in line.split(":", 1)[1].split()))
-    return out
+    """The `// msltrans-dot:` record of each tt.dot the lowering emitted."""
+    return dot_records(program.source)
 
 
 def randn(shape: tuple[int, ...], dtype: str, seed: int) -> np.ndarray:

@@ -18,7 +18,7 @@ import numpy as np
 
 from msltrans.ir import read_module, read_ttgir_file
 from msltrans.lower import MslProgram, lower_module
-from msltrans.toolchain import to_ttgir
+from msltrans.toolchain import run_on_simulator, to_ttgir
 
 _NP_TO_TRITON = {
     np.dtype(np.float32): "*fp32", np.dtype(np.float16): "*fp16", np.dtype(np.int32): "*i32",
@@ -110,13 +110,7 @@ def sim_or_skip() -> Any:
 def dispatch(program: MslProgram, grid: tuple[int, ...], args: tuple) -> None:
     """Run on the simulator per the dispatch contract; arrays are updated in place."""
     check_msl_compiles(program.source)
-    sim = sim_or_skip()
-    gx, gy, gz = (tuple(grid) + (1, 1, 1))[:3]
-    t = program.threads_per_group
-    lib = sim.compile_shader(program.source)
-    kernel = getattr(lib, program.kernel_name)
-    kernel(*program.engine_args(args), threads=(gx * t, gy, gz), group_size=(t, 1, 1),
-           arg_casts=program.arg_casts, buffer_alignment=dict(program.buffer_alignment))
+    run_on_simulator(program, grid, args)
 
 
 def run_kernel(fn: Any, grid: tuple[int, ...], *args: Any, num_warps: int = 4,

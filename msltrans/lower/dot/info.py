@@ -98,3 +98,13 @@ def check(em: Emitter, op: Op) -> DotInfo:
 
 def align16(n: int) -> int:
     return (n + 15) // 16 * 16
+
+
+def dot_records(source: str) -> list[dict[str, str]]:
+    """The `// msltrans-dot: key=value ...` line of each tt.dot in an emitted kernel (which
+    path, tile and staging the lowering chose), for tests and the codegen statistics."""
+    out = []
+    for line in source.splitlines():
+        if "// msltrans-dot:" in line:
+            out.append(dict(kv.split("=", 1) for kv in line.split(":", 1)[1].split()))
+    return out
