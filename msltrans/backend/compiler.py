@@ -16,8 +16,8 @@ from typing import Any
 from triton import knobs
 from triton.backends.compiler import BaseBackend, GPUTarget, Language
 
+from msltrans import options as _options
 from msltrans._triton_compat import fp_fusion_enabled
-from msltrans.backend import options as _options
 from msltrans.backend.source_hash import source_hash
 from msltrans.errors import MetalNonRecoverableError
 

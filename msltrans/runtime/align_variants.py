@@ -45,7 +45,7 @@ def _stated(attrs: dict[Any, Any], index: int) -> int:
 
 def _options(metadata: Any) -> dict[str, Any]:
     """The compile options of `metadata`'s kernel (its option fields, as compiled)."""
-    from msltrans.backend.options import MetalOptions
+    from msltrans.options import MetalOptions
 
     out = {}
     for f in dataclasses.fields(MetalOptions):

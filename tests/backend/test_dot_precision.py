@@ -9,8 +9,8 @@ import triton.language as tl
 from triton.compiler.errors import CompilationError
 from triton.runtime.driver import driver
 
-from msltrans.backend.options import MetalOptions
 from msltrans.errors import MetalNonRecoverableError
+from msltrans.options import MetalOptions
 
 
 def test_options_advertise_ieee_only() -> None:

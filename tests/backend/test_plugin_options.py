@@ -7,10 +7,10 @@ import warnings
 import pytest
 from triton.backends.compiler import GPUTarget
 
-from msltrans.backend import options as options_mod
+from msltrans import options as options_mod
 from msltrans.backend.compiler import MetalBackend
-from msltrans.backend.options import MetalOptions
 from msltrans.errors import MetalNonRecoverableError
+from msltrans.options import MetalOptions
 
 BACKEND = MetalBackend(GPUTarget("metal", "apple-m1", 32))
 

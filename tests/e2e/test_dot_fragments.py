@@ -21,12 +21,12 @@ import numpy as np
 import pytest
 
 from benchmarks.codegen_stats import k_step_text
-from msltrans.backend.options import MetalOptions
 from msltrans.ir import read_module
 from msltrans.layout import decode_layout
 from msltrans.lower import lower_module
 from msltrans.lower.dot.choose import force_path
 from msltrans.lower.dot.fragments import fragment_encoding, fragment_layout
+from msltrans.options import MetalOptions
 from msltrans.toolchain import to_ttgir
 from tests.e2e.dot_support import dot_stats, same_bits
 from tests.e2e.fragment_kernels import attention_kernel, dot_chain_kernel

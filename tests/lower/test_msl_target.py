@@ -10,10 +10,10 @@ import triton
 import triton.language as tl
 
 from msltrans import msl_version
-from msltrans.backend.options import MetalOptions
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir import read_module
 from msltrans.lower import lower_module
+from msltrans.options import MetalOptions
 from msltrans.toolchain import to_ttgir
 
 

@@ -28,7 +28,7 @@ class InductorMetalBackend(_metal.MetalBackend):
         return target.backend in TARGETS and state.enabled()
 
     def parse_options(self, opts: dict[str, Any]) -> Any:
-        # Inductor sets num_stages on every config; it has no effect on Metal (options.py),
+        # Inductor sets num_stages on every config; it has no effect on Metal (msltrans/options.py),
         # and warning about it would only be noise for torch.compile users.
         return super().parse_options({k: v for k, v in opts.items() if k != "num_stages"})
 
