@@ -38,6 +38,7 @@ def _param_dicts(program: Any) -> list[dict[str, Any]]:
         out.append({
             "name": p.name, "kind": p.kind, "triton_type": p.triton_type,
             "buffer_index": p.buffer_index, "offset": getattr(p, "offset", None),
+            "slot": getattr(p, "slot", None),
         })
     return out
 

@@ -26,11 +26,13 @@ from msltrans.sim.args import (
     Bound,
     Region,
     alignment_slack,
+    argument_buffer,
     check_slack,
     group_regions,
     memory_of,
     scalar_bytes,
     scalar_region,
+    write_addresses,
 )
 from msltrans.sim.cache import build_lock, headers_hash, temp_output
 from msltrans.sim.compiler import (
@@ -145,7 +147,8 @@ class Kernel:
             raise LaunchError(f"schedule must be one of {sorted(native.SCHEDULES)}")
         bound, scalars = self._bind(args, arg_casts)
         for item in bound:
-            item.align = int((buffer_alignment or {}).get(item.index, 1))
+            if item.entry is None:
+                item.align = int((buffer_alignment or {}).get(item.index, 1))
         if threads is None:
             first = next((a for a in args if memory_of(a, 0) is not None), None)
             if first is None:
@@ -185,10 +188,19 @@ class Kernel:
         bound, scalars = [], []
         for index, value in enumerate(args):
             memory = memory_of(value, index)
+            table = None if memory is not None else argument_buffer(value, index)
             if memory is not None:
                 addr, size, itemsize, writable = memory
                 bound.append(Bound(index, addr, size, itemsize,
                                    writable and index not in constant))
+            elif table is not None:
+                if not any(p.kind == "buffer" and p.index == index
+                           for p in self.signature.params):
+                    raise LaunchError(f"kernel `{self.name}`: argument {index} is a list of "
+                                      f"tensors (an argument buffer), but the kernel has no "
+                                      f"[[buffer({index})]] parameter")
+                bound.extend(table[:-1])
+                scalars.append(table[-1])
             else:
                 data = scalar_bytes(value, index, arg_casts)
                 scalars.append(Bound(index, None, len(data), 1, False, scalar=data))
@@ -258,7 +270,11 @@ class Kernel:
                 assert item.region is not None
                 item.device_addr = item.region.data + ((item.host_addr or 0)
                                                        - item.region.host_start)
-                buffers[item.index] = item.device_addr
+                if item.entry is None:
+                    buffers[item.index] = item.device_addr
+            for item in scalars:
+                if item.addresses:
+                    write_addresses(item, bound)
             launch.buffers = buffers
             keep: tuple[object, ...] = ()
             if checked:

@@ -25,6 +25,8 @@ class RaceReport:
 
 
 def _clone(value: Any) -> Any:
+    if isinstance(value, (list, tuple)) and value and not isinstance(value[0], (int, float)):
+        return [_clone(v) for v in value]  # an argument buffer's tensors
     if isinstance(value, np.ndarray):
         return value.copy()
     torch = sys.modules.get("torch")
