@@ -271,4 +271,6 @@ def _lower(module: Module, fn: Function, threads: int, enable_fp_fusion: bool,
         layouts=tuple(ref.encoding for ref in em.layouts.all()), debug_sites=debug_sites,
         buffer_alignment=tuple(sorted((i, a) for i, a in em.buffer_alignment.items()
                                       if a > 1 and i < direct)),
+        spilled_alignment=tuple(sorted((i - direct, a) for i, a in em.buffer_alignment.items()
+                                       if a > 1 and i >= direct)),
         coherent_buffers=coherent_buffers, alignment_keys=alignment_keys(em, fn))

@@ -48,6 +48,8 @@ class MslProgram:
     # specialised the pointer from its address); engines that place buffers themselves (the
     # simulator) must keep that alignment.
     buffer_alignment: tuple[tuple[int, int], ...] = ()
+    # (argument-buffer slot, bytes): the same for the pointers in the argument buffer
+    spilled_alignment: tuple[tuple[int, int], ...] = ()
     # Buffers declared coherent(device) (lower/memory/coherence.py): the launcher refuses a launch
     # where one overlaps another argument (the analysis took distinct arguments as apart).
     coherent_buffers: tuple[int, ...] = ()
@@ -86,6 +88,16 @@ class MslProgram:
     @property
     def debug_buffer_index(self) -> int | None:
         return self.buffer_count if self.debug_sites else None
+
+    @property
+    def sim_alignment(self) -> dict[Any, int]:
+        """The simulator's `buffer_alignment=`: {buffer: bytes}, and {(argument buffer,
+        slot): bytes} for the pointers in the argument buffer."""
+        out: dict[Any, int] = dict(self.buffer_alignment)
+        index = self.argument_buffer_index
+        if index is not None:
+            out.update({(index, slot): a for slot, a in self.spilled_alignment})
+        return out
 
     @property
     def arg_casts(self) -> dict[int, str]:

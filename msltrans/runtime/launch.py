@@ -189,7 +189,11 @@ class Launcher:
         self.debug = DebugBuffer.from_metadata(metadata)
         # The simulator places buffers itself: it must keep the alignment the kernel was
         # specialised on (MslProgram.buffer_alignment). Metal buffers keep it by themselves.
-        alignment = {int(i): int(a) for i, a in getattr(metadata, "buffer_alignment", None) or ()}
+        alignment: dict[Any, int] = {
+            int(i): int(a) for i, a in getattr(metadata, "buffer_alignment", None) or ()}
+        # pointers in the argument buffer: keyed (argument buffer, slot)
+        alignment.update({(len(pointer_positions), int(slot)): int(a) for slot, a in
+                          getattr(metadata, "spilled_alignment", None) or ()})
         self.coherent = tuple(int(i) for i in getattr(metadata, "coherent_buffers", None) or ())
         self.engine_kwargs = ({"buffer_alignment": alignment}
                               if alignment and engine.name == "sim" else {})

@@ -97,11 +97,6 @@ def scalar_bytes(value: Any, index: int, arg_casts: str | dict[int, str] | None)
     return values.astype(CASTS[cast]).tobytes()
 
 
-# A tensor reached through an argument buffer keeps its host address's phase modulo this in its
-# staging copy (the widest vector access msltrans emits), as buffer_alignment= does for others.
-ENTRY_ALIGNMENT = 16
-
-
 def argument_buffer(value: Any, index: int) -> list[Bound] | None:
     """A list/tuple of tensors or arrays → its entries and its address bytes (the last item),
     or None if `value` is not such a list. Checks what Metal and torch.mps require: every
@@ -116,8 +111,7 @@ def argument_buffer(value: Any, index: int) -> list[Bound] | None:
             raise LaunchError(f"argument {index}: element {entry} of a list of tensors is a "
                               f"{type(item).__name__}; an argument buffer holds tensors only")
         addr, size, itemsize, writable = memory
-        entries.append(Bound(index, addr, size, itemsize, writable, align=ENTRY_ALIGNMENT,
-                             entry=entry))
+        entries.append(Bound(index, addr, size, itemsize, writable, entry=entry))
     nbytes = GPU_ADDRESS_BYTES * len(entries)
     if nbytes > SET_BYTES_LIMIT:
         raise LaunchError(f"argument {index}: {len(entries)} tensors are {nbytes} bytes of GPU "

@@ -136,19 +136,20 @@ class Kernel:
                  arg_casts: str | dict[int, str] | None = None, schedule: str = "forward",
                  seed: int = 0, threadgroup_memory: dict[int, int] | list[int] | None = None,
                  timeout: float | None = _UNSET,
-                 buffer_alignment: dict[int, int] | None = None) -> None:
+                 buffer_alignment: dict[Any, int] | None = None) -> None:
         """Dispatch `threads` threads in groups of `group_size` (torch.mps's convention).
 
         `timeout`: wall-clock limit in seconds (None or 0: none); the default is
         MSLTRANS_SIM_TIMEOUT, else 300 s. `buffer_alignment` ({buffer index: bytes}, an
         extension): buffers whose staging copy must keep the host address's alignment (the
-        kernel was specialised on it)."""
+        kernel was specialised on it); a key (buffer index, i) names the i-th tensor of an
+        argument buffer (a list of tensors)."""
         if schedule not in native.SCHEDULES:
             raise LaunchError(f"schedule must be one of {sorted(native.SCHEDULES)}")
         bound, scalars = self._bind(args, arg_casts)
         for item in bound:
-            if item.entry is None:
-                item.align = int((buffer_alignment or {}).get(item.index, 1))
+            key = item.index if item.entry is None else (item.index, item.entry)
+            item.align = int((buffer_alignment or {}).get(key, 1))  # type: ignore[call-overload]
         if threads is None:
             first = next((a for a in args if memory_of(a, 0) is not None), None)
             if first is None:
