@@ -54,7 +54,8 @@ class _Bindings:
 
 def _params(fn: Function, em: Emitter, kernel_name: str) -> _Bindings:
     """Pointers bind buffer 0, 1, ... in argument order; scalars share one constant struct
-    bound after them (msltrans/lower/kernel_args.py)."""
+    bound after them (msltrans/lower/kernel_args.py). Pointers past Metal's table move into an
+    argument buffer once the body is lowered (`_place_pointers`)."""
     where = fn.loc.short()
     pointers: list[tuple[int, str, str, str]] = []    # (arg index, name, msl, triton)
     scalars: list[tuple[int, str, str, str]] = []
