@@ -135,3 +135,33 @@ def test_table_boundary(pointers, scalars, spilled):
     assert len(_spilled(compiled)) == spilled
     assert ("msl_spill" in _msl(compiled)) == bool(spilled)
     assert out.numpy().tobytes() == _sum_reference(xs).tobytes()
+
+
+@triton.jit(debug=True)
+def sum_checked(out, xs, n, limit, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in tl.static_range(len(xs)):
+        acc += tl.load(xs[i] + offs, mask=mask, other=0.0)
+    tl.device_assert(acc < limit, "sum over the limit")
+    tl.store(out + offs, acc, mask=mask)
+
+
+def test_debug_buffer_after_the_argument_buffer():
+    """30 pointers, the scalar struct and the device_assert buffer need 32 slots: 28 pointers
+    keep theirs, 2 move, and the debug buffer still reaches the launcher."""
+    from msltrans.runtime.debug_buffer import DeviceAssertError
+
+    n = 64
+    xs = [torch.full((n,), 0.25) for _ in range(29)]
+    out = torch.empty(n)
+    compiled = sum_checked[(1,)](out, tuple(xs), n, 100.0, BLOCK=64)
+    spilled = _spilled(compiled)
+    assert len(spilled) == 2 and {p["buffer_index"] for p in spilled} == {28}
+    msl = _msl(compiled)
+    assert "[[buffer(29)]]" in msl and "[[buffer(30)]]" in msl  # the struct, the debug buffer
+    assert torch.all(out == 29 * 0.25)
+    xs[-1][5] = 1000.0  # read through the argument buffer, trips the assert
+    with pytest.raises(DeviceAssertError):
+        sum_checked[(1,)](out, tuple(xs), n, 100.0, BLOCK=64)
