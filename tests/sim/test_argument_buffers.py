@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from msltrans.abi.limits import MAX_ARGUMENT_BUFFER_POINTERS
-from msltrans.sim import compile_shader
-from msltrans.sim.errors import LaunchError, OutOfBoundsError
+from msltrans.sim import check_races, compile_shader
+from msltrans.sim.errors import LaunchError, OutOfBoundsError, RaceError
 
 SOURCE = """#include <metal_stdlib>
 using namespace metal;
@@ -20,6 +20,10 @@ struct three {
     device float* c;
 };
 static_assert(sizeof(three) == 24, "three 8-byte GPU addresses");
+kernel void last_writer(device float* out [[buffer(0)]], constant three& ptrs [[buffer(1)]],
+                        uint i [[thread_position_in_grid]]) {
+    ptrs.b[0] = float(i);  // every thread stores to one element: the last one wins
+}
 kernel void add3(device float* out [[buffer(0)]], constant three& ptrs [[buffer(1)]],
                  uint i [[thread_position_in_grid]]) {
     out[i] = ptrs.a[i] + ptrs.b[i] + ptrs.c[i];
@@ -73,3 +77,10 @@ def test_what_torch_and_metal_refuse(lib):
         lib.add3(torch.zeros(4), many, threads=4)
     with pytest.raises(LaunchError, match=r"no \[\[buffer\(2\)\]\] parameter"):
         lib.add3(torch.zeros(4), [torch.zeros(4)] * 3, [torch.zeros(4)], threads=4)
+
+
+def test_race_check_compares_the_argument_buffers_tensors(lib):
+    xs = [torch.zeros(4), torch.zeros(4), torch.zeros(4)]
+    with pytest.raises(RaceError, match=r"ptrs\[1\]"):
+        check_races(lib.last_writer, torch.zeros(4), xs, threads=64, group_size=64)
+    assert all(torch.all(x == 0) for x in xs)  # the runs wrote copies
