@@ -4,7 +4,8 @@
     lib.kernel(*args, threads=N, group_size=G)
 
 `threads` is the TOTAL thread count (dispatchThreads: the last threadgroup may be partial);
-argument i binds buffer i.
+argument i binds buffer i; a list of tensors there is an argument buffer of their addresses
+(msltrans/sim/args.py).
 """
 
 from __future__ import annotations

@@ -165,3 +165,38 @@ def test_debug_buffer_after_the_argument_buffer():
     xs[-1][5] = 1000.0  # read through the argument buffer, trips the assert
     with pytest.raises(DeviceAssertError):
         sum_checked[(1,)](out, tuple(xs), n, 100.0, BLOCK=64)
+
+
+def _explicit_kernel(tmp_path, inputs: int):
+    """A kernel written out with one parameter per pointer (in_ptr0, ..., out_ptr0, as
+    Inductor names them), in its own module file so that Triton can read its source."""
+    import importlib.util
+
+    params = ", ".join(f"in_ptr{i}" for i in range(inputs))
+    loads = "\n".join(f"    acc += tl.load(in_ptr{i} + offs, mask=mask, other=0.0)"
+                      for i in range(inputs))
+    path = tmp_path / f"explicit_{inputs}.py"
+    path.write_text(
+        "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+        f"def explicit_sum({params}, out_ptr0, n, BLOCK: tl.constexpr):\n"
+        "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+        "    mask = offs < n\n"
+        "    acc = tl.zeros([BLOCK], dtype=tl.float32)\n"
+        f"{loads}\n"
+        "    tl.store(out_ptr0 + offs, acc, mask=mask)\n")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.explicit_sum
+
+
+def test_forty_named_pointer_parameters(tmp_path):
+    kernel = _explicit_kernel(tmp_path, 39)
+    n = 500
+    xs = [torch.randn(n, generator=torch.Generator().manual_seed(100 + i)) for i in range(39)]
+    out = torch.full((n,), float("nan"))
+    compiled = kernel[(triton.cdiv(n, 128),)](*xs, out, n, BLOCK=128)
+    # the last 11 move: in_ptr29 ... in_ptr38 and the output, stored through the buffer
+    assert [p["name"] for p in _spilled(compiled)] == \
+        [f"in_ptr{i}" for i in range(29, 39)] + ["out_ptr0"]
+    assert out.numpy().tobytes() == _sum_reference(xs).tobytes()
