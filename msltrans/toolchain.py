@@ -257,7 +257,10 @@ def launch_comment(metadata: dict[str, Any]) -> str:
     lines = [f"// launch: kernel {metadata.get('name')}, {metadata.get('threads_per_group')} "
              f"threads per threadgroup, {metadata.get('shared')} bytes threadgroup memory"]
     for p in metadata.get("params", []):
-        if p["kind"] == "pointer":
+        if p["kind"] == "pointer" and p.get("slot") is not None:
+            lines.append(f"//   buffer({p['buffer_index']}) address {p['slot']}: {p['name']} "
+                         f"{p['triton_type']} (in the argument buffer of GPU addresses)")
+        elif p["kind"] == "pointer":
             lines.append(f"//   buffer({p['buffer_index']}): {p['name']} {p['triton_type']}")
         else:
             lines.append(f"//   buffer({p['buffer_index']}) byte {p['offset']}: {p['name']} "

@@ -38,6 +38,7 @@ def _param_dicts(program: Any) -> list[dict[str, Any]]:
         out.append({
             "name": p.name, "kind": p.kind, "triton_type": p.triton_type,
             "buffer_index": p.buffer_index, "offset": getattr(p, "offset", None),
+            "slot": getattr(p, "slot", None),
         })
     return out
 
@@ -78,6 +79,8 @@ def record_metadata(program: Any, metadata: dict[str, Any], opt: Any) -> None:
     metadata["threads_per_group"] = int(program.threads_per_group)
     metadata["params"] = _param_dicts(program)
     metadata["buffer_alignment"] = [list(pair) for pair in program.buffer_alignment]
+    metadata["spilled_alignment"] = [list(pair)
+                                     for pair in getattr(program, "spilled_alignment", ())]
     metadata["coherent_buffers"] = list(getattr(program, "coherent_buffers", ()))
     metadata["args_size"] = int(getattr(program, "args_size", 0))
     metadata["alignment_keys"] = [list(pair) for pair in getattr(program, "alignment_keys", ())]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from msltrans import msl_version
 from msltrans.abi.limits import (
-    MAX_BUFFER_INDEX,
+    MAX_ARGUMENT_BUFFER_POINTERS,
     MAX_THREADS_PER_THREADGROUP,
     SIMD_WIDTH,
     THREADGROUP_MEMORY_BYTES,
@@ -22,7 +22,14 @@ from msltrans.lower.dot.choose import fragments_enabled
 from msltrans.lower.dot.fragments import plan_encodings
 from msltrans.lower.dot.state import PIN_NONE, PIN_SEPARATE, PIN_SHARED, pinned_bytes
 from msltrans.lower.emitter import COHERENT, Emitter, sanitize
-from msltrans.lower.kernel_args import ARGS_NAME, ArgsStruct, layout_struct
+from msltrans.lower.kernel_args import (
+    ARGS_NAME,
+    SPILL_NAME,
+    ArgsStruct,
+    PointerStruct,
+    direct_pointers,
+    layout_struct,
+)
 from msltrans.lower.memory import coherence
 from msltrans.lower.memory.align_keys import alignment_keys
 from msltrans.lower.memory.pointer_offsets import offset_roots, split_bases
@@ -41,11 +48,14 @@ class _Bindings:
     params: list[MslParam]
     decls: list[_ParamDecl]
     args_struct: ArgsStruct | None
+    pointer_fields: list[tuple[str, str]]  # (MSL name, MSL type) of each pointer, in order
+    spill: PointerStruct | None = None
 
 
 def _params(fn: Function, em: Emitter, kernel_name: str) -> _Bindings:
     """Pointers bind buffer 0, 1, ... in argument order; scalars share one constant struct
-    bound after them (msltrans/lower/kernel_args.py)."""
+    bound after them (msltrans/lower/kernel_args.py). Pointers past Metal's table move into an
+    argument buffer once the body is lowered (`_place_pointers`)."""
     where = fn.loc.short()
     pointers: list[tuple[int, str, str, str]] = []    # (arg index, name, msl, triton)
     scalars: list[tuple[int, str, str, str]] = []
@@ -81,7 +91,7 @@ def _params(fn: Function, em: Emitter, kernel_name: str) -> _Bindings:
                                        offset=offsets[name])
         decls.append(_ParamDecl(f"constant {struct.type_name}& {ARGS_NAME}", struct_index))
     params = [by_index[i] for i in range(len(fn.args))]
-    return _Bindings(params, decls, struct)
+    return _Bindings(params, decls, struct, [(name, msl) for _, name, msl, _ in pointers])
 
 
 def _hold_offsets(fn: Function, em: Emitter) -> None:
@@ -102,16 +112,46 @@ def _hold_offsets(fn: Function, em: Emitter) -> None:
             em.bind(arg.value, zero)
 
 
-def _check_buffer_count(bindings: _Bindings, debug: bool, where: str) -> None:
-    count = len(bindings.decls) + (1 if debug else 0)
-    if count > MAX_BUFFER_INDEX + 1:
-        pointers = sum(p.kind == "pointer" for p in bindings.params)
+def _place_pointers(bindings: _Bindings, debug: bool, coherent: tuple[int, ...],
+                    kernel_name: str, where: str) -> None:
+    """Pointers past what Metal's table holds move into one argument buffer bound after the
+    pointers that keep their slots (msltrans/lower/kernel_args.py); the scalar struct follows
+    it. Decided once the body is lowered, when the debug buffer is known."""
+    count = len(bindings.pointer_fields)
+    direct = direct_pointers(count, bindings.args_struct is not None, debug)
+    if direct == count:
+        return
+    spilled = count - direct
+    if spilled > MAX_ARGUMENT_BUFFER_POINTERS:
         raise MetalNonRecoverableError(
-            f"kernel needs {count} Metal buffers ({pointers} pointer arguments"
-            f"{', the scalar-argument struct' if bindings.args_struct else ''}"
-            f"{', the device_print/assert buffer' if debug else ''}); Metal's argument table "
-            f"has {MAX_BUFFER_INDEX + 1} (buffer(0) … buffer({MAX_BUFFER_INDEX}))",
+            f"kernel has {count} pointer arguments: {spilled} past Metal's buffer table, "
+            f"more than the {MAX_ARGUMENT_BUFFER_POINTERS} GPU addresses one setBytes carries",
             location=where, hint="pass fewer tensors (e.g. one tensor and offsets into it)")
+    names = [name for name, _ in bindings.pointer_fields]
+    moved = [names[i] for i in range(direct, count) if i in coherent]
+    if moved:
+        raise MetalNonRecoverableError(
+            f"kernel has {count} pointer arguments, so the last {spilled} travel in an "
+            f"argument buffer, but {', '.join(moved)} is declared coherent(device), which a "
+            "pointer read from an argument buffer cannot be",
+            location=where, hint="pass fewer tensors (e.g. one tensor and offsets into it)")
+    struct_index = direct + 1
+    params = []
+    for p in bindings.params:
+        if p.kind == "pointer" and p.buffer_index >= direct:
+            p = replace(p, buffer_index=direct, slot=p.buffer_index - direct)
+        elif p.kind == "scalar":
+            p = replace(p, buffer_index=struct_index)
+        params.append(p)
+    bindings.params = params
+    bindings.spill = PointerStruct(f"{kernel_name}_spill",
+                                   tuple(bindings.pointer_fields[direct:]))
+    decls = bindings.decls[:direct]
+    decls.append(_ParamDecl(f"constant {bindings.spill.type_name}& {SPILL_NAME}", direct))
+    if bindings.args_struct is not None:
+        decls.append(_ParamDecl(f"constant {bindings.args_struct.type_name}& {ARGS_NAME}",
+                                struct_index))
+    bindings.decls = decls
 
 
 def _coherent(em: Emitter, fn: Function, module: Module, bindings: _Bindings
@@ -191,7 +231,6 @@ def _lower(module: Module, fn: Function, threads: int, enable_fp_fusion: bool,
     em.msl_version = msl_version_target or msl_version.target()
     name = sanitize(fn.name)
     bindings = _params(fn, em, name)
-    decls = bindings.decls
     ops_debug.begin(em, fn.name)
     for block in fn.body.blocks:
         em.analyse(block)
@@ -203,7 +242,8 @@ def _lower(module: Module, fn: Function, threads: int, enable_fp_fusion: bool,
     coherent_buffers = _coherent(em, fn, module, bindings)
     emit_region(em, fn.body)  # several blocks when Triton lowered an early return
     debug_sites = ops_debug.finish(em)  # tt.print / tt.assert: one hidden buffer after the rest
-    _check_buffer_count(bindings, bool(debug_sites), fn.loc.short())
+    _place_pointers(bindings, bool(debug_sites), coherent_buffers, name, fn.loc.short())
+    decls = bindings.decls
     if debug_sites:
         decls.append(_ParamDecl(ops_debug.buffer_decl(), len(decls)))
     layout_data = [ref.helper_data() for ref in em.layouts.all()]
@@ -213,20 +253,25 @@ def _lower(module: Module, fn: Function, threads: int, enable_fp_fusion: bool,
     tiles_base = (em.scratch_beside_tiles + 15) // 16 * 16 if tiles_bytes else 0
     scratch_bytes = (max(em.scratch_bytes, tiles_base + tiles_bytes) + 15) // 16 * 16
     scratch_words = scratch_bytes // 8
-    struct = bindings.args_struct
+    struct, spill = bindings.args_struct, bindings.spill
+    declarations = "\n\n".join(d.declaration() for d in (spill, struct) if d is not None)
+    arg_locals = (spill.locals() if spill else []) + (struct.locals() if struct else [])
+    direct = len(bindings.pointer_fields) - (len(spill.fields) if spill else 0)
     source = msl_ascii.ascii_source(render(
         "kernel.metal.j2", function=fn.name, source=fn.loc.short(), num_warps=module.num_warps,
         threads=threads, layouts=layout_data, prelude=em.prelude, kernel_name=name,
         params=decls, scratch_words=scratch_words, scratch_bytes=scratch_bytes,
         scratch_quads=scratch_bytes // 16,
         tiles_base_words=tiles_base // 8 if tiles_bytes else None, tiles_bytes=tiles_bytes,
-        args_struct=struct.declaration() if struct else "",
-        arg_locals=struct.locals() if struct else [], version_guard=_version_guard(em),
+        args_struct=declarations, arg_locals=arg_locals, version_guard=_version_guard(em),
         body=em.lines), fn.loc.short())
     return MslProgram(
         source=source, kernel_name=name, num_warps=module.num_warps, threads_per_group=threads,
         params=tuple(bindings.params), shared_bytes=scratch_bytes,
         args_size=struct.size if struct else 0,
         layouts=tuple(ref.encoding for ref in em.layouts.all()), debug_sites=debug_sites,
-        buffer_alignment=tuple(sorted((i, a) for i, a in em.buffer_alignment.items() if a > 1)),
+        buffer_alignment=tuple(sorted((i, a) for i, a in em.buffer_alignment.items()
+                                      if a > 1 and i < direct)),
+        spilled_alignment=tuple(sorted((i - direct, a) for i, a in em.buffer_alignment.items()
+                                       if a > 1 and i >= direct)),
         coherent_buffers=coherent_buffers, alignment_keys=alignment_keys(em, fn))

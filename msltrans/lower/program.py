@@ -18,9 +18,14 @@ class MslParam:
     name: str  # Python parameter name (also the MSL parameter name, sanitised)
     kind: Literal["pointer", "scalar"]
     triton_type: str  # "*fp32", "i32", ...
-    buffer_index: int  # a pointer's own buffer; for a scalar, the argument struct's buffer
+    # a pointer's own buffer (for a spilled pointer, the argument buffer's); for a scalar,
+    # the argument struct's buffer
+    buffer_index: int
     msl_type: str  # element or pointer type as declared in MSL
     offset: int | None = None  # a scalar's byte offset in the argument struct
+    # a pointer past Metal's buffer table: its entry in the argument buffer of GPU addresses
+    # (msltrans/lower/kernel_args.py, PointerStruct); None for a pointer in its own slot
+    slot: int | None = None
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,8 @@ class MslProgram:
     # specialised the pointer from its address); engines that place buffers themselves (the
     # simulator) must keep that alignment.
     buffer_alignment: tuple[tuple[int, int], ...] = ()
+    # (argument-buffer slot, bytes): the same for the pointers in the argument buffer
+    spilled_alignment: tuple[tuple[int, int], ...] = ()
     # Buffers declared coherent(device) (lower/memory/coherence.py): the launcher refuses a launch
     # where one overlaps another argument (the analysis took distinct arguments as apart).
     coherent_buffers: tuple[int, ...] = ()
@@ -51,17 +58,46 @@ class MslProgram:
     alignment_keys: tuple[tuple[str, int], ...] = ()
 
     @property
+    def direct_pointers(self) -> int:
+        """Pointers bound to their own buffer: buffer 0, 1, ... in argument order."""
+        return sum(p.kind == "pointer" and p.slot is None for p in self.params)
+
+    @property
+    def spilled(self) -> tuple[MslParam, ...]:
+        """Pointers in the argument buffer, in slot order."""
+        return tuple(sorted((p for p in self.params if p.slot is not None),
+                            key=lambda p: p.slot or 0))
+
+    @property
+    def argument_buffer_index(self) -> int | None:
+        """The buffer of the pointers' argument buffer (after the direct pointers), if any."""
+        return self.direct_pointers if self.spilled else None
+
+    @property
     def args_buffer_index(self) -> int | None:
         """The buffer of the scalar-argument struct (after the pointers), if any."""
-        return sum(p.kind == "pointer" for p in self.params) if self.args_size else None
+        if not self.args_size:
+            return None
+        return self.direct_pointers + (1 if self.spilled else 0)
 
     @property
     def buffer_count(self) -> int:
-        return sum(p.kind == "pointer" for p in self.params) + (1 if self.args_size else 0)
+        return (self.direct_pointers + (1 if self.spilled else 0)
+                + (1 if self.args_size else 0))
 
     @property
     def debug_buffer_index(self) -> int | None:
         return self.buffer_count if self.debug_sites else None
+
+    @property
+    def sim_alignment(self) -> dict[Any, int]:
+        """The simulator's `buffer_alignment=`: {buffer: bytes}, and {(argument buffer,
+        slot): bytes} for the pointers in the argument buffer."""
+        out: dict[Any, int] = dict(self.buffer_alignment)
+        index = self.argument_buffer_index
+        if index is not None:
+            out.update({(index, slot): a for slot, a in self.spilled_alignment})
+        return out
 
     @property
     def arg_casts(self) -> dict[int, str]:
@@ -72,13 +108,20 @@ class MslProgram:
 
     def engine_args(self, args: Sequence[Any]) -> list[Any]:
         """One value per `params` entry (Triton's argument order, constexprs removed) → the
-        engine's positional arguments: the pointers, then the packed scalar struct."""
+        engine's positional arguments: the pointers, the spilled pointers' tensors as one list
+        (the argument buffer, as torch.mps takes a list of tensors), then the packed scalar
+        struct."""
         from msltrans.abi.scalar_struct import ScalarPacker
 
         if len(args) != len(self.params):
             raise ValueError(f"kernel `{self.kernel_name}` takes {len(self.params)} runtime "
                              f"arguments, got {len(args)}")
-        out = [a for a, p in zip(args, self.params, strict=True) if p.kind == "pointer"]
+        out: list[Any] = [a for a, p in zip(args, self.params, strict=True)
+                          if p.kind == "pointer" and p.slot is None]
+        spilled = sorted(((p.slot, a) for a, p in zip(args, self.params, strict=True)
+                          if p.slot is not None), key=lambda item: item[0])
+        if spilled:
+            out.append([a for _, a in spilled])
         if self.args_size:
             scalars = [(p.triton_type, p.offset) for p in self.params if p.kind == "scalar"]
             values = [a for a, p in zip(args, self.params, strict=True) if p.kind == "scalar"]

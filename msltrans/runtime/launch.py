@@ -4,9 +4,12 @@ Triton calls the launcher with ALL bound arguments, constexprs included. Their k
 from `src.signature` (one entry per argument, "constexpr" for constexpr parameters, for
 ints Triton specialised to 1 and for `None`). The contract with `msltrans.lower`, whose
 parameter table is `metadata.params` (one entry per non-constexpr argument, in order):
-pointer arguments bind `[[buffer(0)]]`, `[[buffer(1)]]`, ... in argument order; every scalar
-lives at its `offset` in one `constant` struct of `metadata.args_size` bytes bound right after
-the pointers (msltrans/lower/kernel_args.py), packed by msltrans/abi/scalar_struct.py.
+pointer arguments bind `[[buffer(0)]]`, `[[buffer(1)]]`, ... in argument order; pointers past
+Metal's buffer table (a `slot` in their parameter entry) travel as one list of tensors bound
+after them, whose GPU addresses fill the kernel's argument buffer (torch.mps sends a list of
+tensors that way; the MPS engine refuses it, runtime/mps.py says why); every scalar lives at its
+`offset` in one `constant` struct of `metadata.args_size` bytes bound after those
+(msltrans/lower/kernel_args.py), packed by msltrans/abi/scalar_struct.py.
 
 Grid (gx, gy, gz) → `threads=(gx*T, gy, gz)`, `group_size=(T, 1, 1)` with T threads per
 threadgroup: one Triton program = one threadgroup. Both engines expose the
@@ -35,6 +38,8 @@ class Engine(Protocol):
 
     name: str
     device_type: str  # torch device type its pointer arguments must live on
+    # whether a dispatch may pass pointers through an argument buffer (a list of tensors)
+    argument_buffers: bool
 
     def load(self, source: str, kernel_name: str) -> Any: ...
 
@@ -130,6 +135,8 @@ class Launcher:
         self.keep = [t != "constexpr" for t in flat]
         self.converters: list[Callable[[Any], Any]] = []
         pointer_positions: list[int] = []
+        spilled: dict[int, tuple[Callable[[Any], Any], int, str]] = {}  # slot → (conv, pos, name)
+        spill_buffers: set[int] = set()
         scalar_positions: list[int] = []
         scalar_fields: list[tuple[str, int | None]] = []
         scalar_names: list[str] = []
@@ -146,7 +153,11 @@ class Launcher:
                     f"argument `{name}` of kernel `{metadata.name}` is a float64 tensor; Apple "
                     "GPUs have no fp64 and the kernel was compiled with fp64 downcast to fp32",
                     hint=f"pass {name}.float() and convert the result back")
-            if ty.startswith("*"):
+            if ty.startswith("*") and param.get("slot") is not None:
+                spilled[int(param["slot"])] = (
+                    _pointer_converter(name, ty, engine.device_type), position, name)
+                spill_buffers.add(int(param.get("buffer_index", -1)))
+            elif ty.startswith("*"):
                 if param.get("buffer_index") != len(pointer_positions):
                     raise MetalNonRecoverableError(
                         f"pointer `{name}` is bound to buffer {param.get('buffer_index')}, "
@@ -158,6 +169,8 @@ class Launcher:
                 scalar_fields.append((ty, param.get("offset")))
                 scalar_names.append(name)
         self.plan = list(zip(self.converters, pointer_positions, strict=True))
+        self.spill_plan = self._spill_plan(metadata.name, spilled, spill_buffers,
+                                           len(pointer_positions), engine)
         self.scalar_positions = scalar_positions
         args_size = int(getattr(metadata, "args_size", 0) or 0)
         if scalar_fields and not args_size:
@@ -166,7 +179,8 @@ class Launcher:
         self.packer = (ScalarPacker(scalar_fields, args_size, scalar_names)
                        if scalar_fields else None)
         # The struct goes as a list of byte values, sent with one setBytes (uint8 cast).
-        self.arg_casts: dict[int, str] = {len(pointer_positions): "uint8"} if self.packer else {}
+        struct_index = len(pointer_positions) + (1 if self.spill_plan else 0)
+        self.arg_casts: dict[int, str] = {struct_index: "uint8"} if self.packer else {}
         self.threads_per_group = int(getattr(metadata, "threads_per_group", 0)
                                      or metadata.num_warps * metadata.warp_size)
         self.group_size = (self.threads_per_group, 1, 1)
@@ -175,13 +189,37 @@ class Launcher:
         self.debug = DebugBuffer.from_metadata(metadata)
         # The simulator places buffers itself: it must keep the alignment the kernel was
         # specialised on (MslProgram.buffer_alignment). Metal buffers keep it by themselves.
-        alignment = {int(i): int(a) for i, a in getattr(metadata, "buffer_alignment", None) or ()}
+        alignment: dict[Any, int] = {
+            int(i): int(a) for i, a in getattr(metadata, "buffer_alignment", None) or ()}
+        # pointers in the argument buffer: keyed (argument buffer, slot)
+        alignment.update({(len(pointer_positions), int(slot)): int(a) for slot, a in
+                          getattr(metadata, "spilled_alignment", None) or ()})
         self.coherent = tuple(int(i) for i in getattr(metadata, "coherent_buffers", None) or ())
         self.engine_kwargs = ({"buffer_alignment": alignment}
                               if alignment and engine.name == "sim" else {})
         # Integer arguments whose divisibility picks a faster compile (runtime/align_variants.py)
         self.variants = AlignVariants.from_launch(
             src, metadata, self.has_tuples or self.descriptor_signature is not None)
+
+    @staticmethod
+    def _spill_plan(kernel: str, spilled: dict[int, tuple[Callable[[Any], Any], int, str]],
+                    buffers: set[int], direct: int, engine: Engine
+                    ) -> list[tuple[Callable[[Any], Any], int]]:
+        """(converter, argument position) of each pointer in the argument buffer, in slot
+        order; refused where the engine cannot make such pointers valid for the dispatch."""
+        if not spilled:
+            return []
+        if sorted(spilled) != list(range(len(spilled))) or buffers != {direct}:
+            raise MetalNonRecoverableError(
+                f"kernel `{kernel}`: the argument buffer's pointers are bound to buffers "
+                f"{sorted(buffers)} at slots {sorted(spilled)}; expected buffer {direct}, "
+                f"slots 0 to {len(spilled) - 1}")
+        if not getattr(engine, "argument_buffers", False):
+            from msltrans.runtime.mps import argument_buffer_refusal
+
+            raise argument_buffer_refusal(kernel, direct + len(spilled),
+                                          [spilled[k][2] for k in sorted(spilled)])
+        return [spilled[k][:2] for k in sorted(spilled)]
 
     @staticmethod
     def _arg_names(src: Any, count: int) -> list[str]:
@@ -200,7 +238,9 @@ class Launcher:
                 f"kernel `{self.name}` expects {len(self.keep)} arguments, got {len(flat)}")
         bound = [conv(flat[i]) for conv, i in self.plan]
         if self.coherent:
-            self._check_coherent_apart(bound)
+            self._check_coherent_apart(bound + [conv(flat[i]) for conv, i in self.spill_plan])
+        if self.spill_plan:
+            bound.append([conv(flat[i]) for conv, i in self.spill_plan])
         if self.packer is not None:
             bound.append(self.packer.pack([flat[i] for i in self.scalar_positions]))
         return bound

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from msltrans import math_mode, msl_version
+from msltrans.abi.limits import BUFFER_TABLE_SLOTS, DIRECT_POINTER_SLOTS
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.runtime._cache import LibraryCache
 
@@ -55,9 +56,37 @@ def _compile(source: str) -> Any:
             hint="run `msltrans dump --stage msl` and report the kernel") from exc
 
 
+def argument_buffer_refusal(kernel: str, pointers: int, spilled: list[str]
+                            ) -> MetalNonRecoverableError:
+    """Why a kernel whose pointers overflow Metal's buffer table does not run on MPS.
+
+    torch.mps.compile_shader can PASS the addresses: a list of MPS tensors as one argument
+    becomes a setBytes of each tensor's `gpuAddress + storage_offset * element_size`
+    (torch/csrc/mps/Module.cpp, OptionalArgCaster::setValue -> at::native::mps::
+    get_tensor_gpu_address, aten/src/ATen/native/mps/OperationUtils.mm). It cannot make the
+    buffers behind them RESIDENT: the kernel object's `__call__` only runs startEncoding, setArg
+    and dispatch (MetalKernelFunction, same file), none of which calls the encoder's
+    `useResource:usage:` / `useHeap:`, and torch exposes neither the encoder nor a residency set
+    to Python. Metal requires every buffer a kernel reaches through an argument buffer to be made
+    resident for the dispatch (useResource:usage:, useHeap: or an MTLResidencySet); without it the
+    access is undefined, and Metal's hazard tracking does not see those buffers either (a write
+    through such a pointer is not ordered with torch's next use of the tensor). PyTorch's own
+    argument-buffer kernels call useResource for each tensor (MultiTensorApply.h)."""
+    return MetalNonRecoverableError(
+        f"kernel `{kernel}` has {pointers} pointer arguments; Metal's buffer table has "
+        f"{BUFFER_TABLE_SLOTS} slots, so {', '.join(spilled)} would travel as GPU addresses in "
+        "an argument buffer, and torch.mps.compile_shader's launch cannot make the buffers "
+        "behind such addresses resident for the dispatch (it never calls useResource on its "
+        "encoder), which Metal requires (docs/backend.md, \"Pointers past the table\")",
+        hint=f"pass at most {DIRECT_POINTER_SLOTS} tensors (e.g. one tensor and offsets into "
+             "it), or run on the simulator (MSLTRANS_ENGINE=sim)")
+
+
 class MpsEngine:
     name = "mps"
     device_type = "mps"
+    # Pointers past the table: refused (argument_buffer_refusal says why).
+    argument_buffers = False
 
     def __init__(self) -> None:
         if not mps_available():

@@ -22,6 +22,9 @@ def _compile(source: str) -> Any:
 class SimEngine:
     name = "sim"
     device_type = "cpu"
+    # A list of tensors fills the kernel's argument buffer with their staged copies' addresses,
+    # each staged and checked like any buffer (msltrans/sim/args.py).
+    argument_buffers = True
 
     def __init__(self) -> None:
         self.libraries = LibraryCache(_compile)

@@ -5,6 +5,12 @@ end of each touches a PROT_NONE page, so an access past it faults) and copied ba
 run; arguments that share memory share one staging region, so aliasing behaves as on a GPU.
 Python ints are sent as 8 bytes and floats as 4 (as torch does), unless `arg_casts` (a dtype
 name for all scalars, or {index: name}) says otherwise; lists become arrays the same way.
+
+A list of tensors is an argument buffer, as torch.mps takes it: buffer i holds one 8-byte GPU
+address per tensor (torch sends `gpuAddress + storage offset` with setBytes). Here each tensor
+is staged like any buffer (its own guarded mapping, an `entry` of argument i) and the address
+of its staged copy is written into the guarded bytes of buffer i, so an access through such a
+pointer past its tensor faults and is reported like any other.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from msltrans.abi.limits import GPU_ADDRESS_BYTES, SET_BYTES_LIMIT
 from msltrans.sim.errors import LaunchError
 from msltrans.sim.staging import staging_alignment
 
@@ -37,6 +44,8 @@ class Bound:
     device_addr: int = 0
     scalar: bytes | None = None
     align: int = 1  # alignment (bytes) the kernel assumes of this buffer's address
+    entry: int | None = None  # a tensor of an argument buffer: its address's place there
+    addresses: int = 0  # an argument buffer's bytes: how many GPU addresses it holds
 
 
 @dataclass
@@ -86,6 +95,43 @@ def scalar_bytes(value: Any, index: int, arg_casts: str | dict[int, str] | None)
     if CASTS[cast] == "bf16":
         return _bf16_bytes(values)
     return values.astype(CASTS[cast]).tobytes()
+
+
+def argument_buffer(value: Any, index: int) -> list[Bound] | None:
+    """A list/tuple of tensors or arrays → its entries and its address bytes (the last item),
+    or None if `value` is not such a list. Checks what Metal and torch.mps require: every
+    element a tensor (torch casts the list to std::vector<Tensor>), and the addresses within
+    setBytes's 4 KB."""
+    if not isinstance(value, (list, tuple)) or not value or memory_of(value[0], index) is None:
+        return None
+    entries = []
+    for entry, item in enumerate(value):
+        memory = memory_of(item, index)
+        if memory is None:
+            raise LaunchError(f"argument {index}: element {entry} of a list of tensors is a "
+                              f"{type(item).__name__}; an argument buffer holds tensors only")
+        addr, size, itemsize, writable = memory
+        entries.append(Bound(index, addr, size, itemsize, writable, entry=entry))
+    nbytes = GPU_ADDRESS_BYTES * len(entries)
+    if nbytes > SET_BYTES_LIMIT:
+        raise LaunchError(f"argument {index}: {len(entries)} tensors are {nbytes} bytes of GPU "
+                          f"addresses, over the {SET_BYTES_LIMIT}-byte setBytes limit")
+    table = Bound(index, None, nbytes, GPU_ADDRESS_BYTES, False, scalar=bytes(nbytes),
+                  addresses=len(entries))
+    return [*entries, table]
+
+
+def write_addresses(table: Bound, entries: list[Bound]) -> None:
+    """Fill an argument buffer's staged bytes with its tensors' staged addresses."""
+    assert table.region is not None
+    data = table.region.data
+    if data % GPU_ADDRESS_BYTES:
+        raise LaunchError(f"argument {table.index}: the argument buffer's staging copy is not "
+                          f"{GPU_ADDRESS_BYTES}-byte aligned")
+    mine = [e for e in entries if e.index == table.index and e.entry is not None]
+    for item in mine:
+        ctypes.c_uint64.from_address(data + GPU_ADDRESS_BYTES * (item.entry or 0)).value = \
+            item.device_addr
 
 
 def memory_of(value: Any, index: int) -> tuple[int, int, int, bool] | None:

@@ -72,7 +72,8 @@ def check_input(signature: KernelSignature, bound: list[Bound], regions: list[Re
     coherent = {p.index for p in signature.params if p.kind == "buffer" and p.is_coherent}
     memory = [r for r in regions if r.scalar_bytes is None and r.size]
     spans = [(item.device_addr, item.size) for item in bound
-             if item.index in coherent and item.host_addr is not None and item.size]
+             if item.index in coherent and item.entry is None and item.host_addr is not None
+             and item.size]
     region_array = (native.CoherenceRange * max(len(memory), 1))(
         *[native.CoherenceRange(r.data, r.size) for r in memory])
     coherent_array = (native.CoherenceRange * max(len(spans), 1))(

@@ -4,6 +4,7 @@ buffer, the byte offset and the source line (symbolized only when something went
 from __future__ import annotations
 
 import functools
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -95,6 +96,22 @@ def _buffer_for(addr: int, bound: list[Bound], kernel: KernelSignature) -> tuple
     return None
 
 
+def _entry_name(kernel: KernelSignature, index: int, entry: int,
+                sources: dict[str, str]) -> str | None:
+    """The member an argument buffer's `entry` fills: the `entry`-th pointer member of the
+    struct the buffer's parameter refers to, read from the source (None if not plain)."""
+    param = next((p for p in kernel.params if p.kind == "buffer" and p.index == index), None)
+    head = re.search(r"(\w+)\s*[&*]\s*$", param.type_text) if param is not None else None
+    if head is None:
+        return None
+    for text in sources.values():
+        body = re.search(rf"\bstruct\s+{head.group(1)}\s*\{{(.*?)\}}\s*;", text, re.S)
+        if body is not None:
+            members = re.findall(r"\*\s*(\w+)\s*;", body.group(1))
+            return members[entry] if entry < len(members) else None
+    return None
+
+
 def timeout_hint(seconds: float) -> str:
     return (f"the dispatch ran past its time limit of {seconds:g} s (an endless loop, or a "
             "spin-wait on another thread: simulated threads run one at a time until they reach "
@@ -120,7 +137,7 @@ def raise_report(report: native.Report, kernel: KernelSignature, bound: list[Bou
     # @triton.jit lines they were generated from.
     where.triton_lines = triton_lines_in(f"{where.source_line or ''} {message}", sources)
     if kind == native.ERR_SEGV:
-        _raise_segv(report, kernel, bound, where)
+        _raise_segv(report, kernel, bound, where, sources)
     if kind == native.ERR_COHERENCE:
         _raise_coherence(report, kernel, bound, where, library, sources)
     errors: dict[int, type[DeviceError]] = {
@@ -139,7 +156,7 @@ def raise_report(report: native.Report, kernel: KernelSignature, bound: list[Bou
 
 
 def _raise_segv(report: native.Report, kernel: KernelSignature, bound: list[Bound],
-                where: Where) -> None:
+                where: Where, sources: dict[str, str]) -> None:
     addr = report.fault_addr
     access = {1: "write", 0: "read"}.get(report.is_write, "access")
     hit = _buffer_for(addr, bound, kernel)
@@ -147,8 +164,14 @@ def _raise_segv(report: native.Report, kernel: KernelSignature, bound: list[Boun
         item, name = hit
         offset = addr - item.device_addr
         element = f", element {offset // item.itemsize}" if item.itemsize > 1 else ""
-        what = (f"out-of-bounds {access} of buffer {item.index} (`{name}`, {item.size} bytes) "
-                f"at byte offset {offset}{element}")
+        buffer = f"buffer {item.index} (`{name}`, {item.size} bytes)"
+        if item.entry is not None:
+            # A pointer read from an argument buffer: name the member it came from.
+            member = _entry_name(kernel, item.index, item.entry, sources)
+            buffer = (f"buffer {item.index} (`{name}`) address {item.entry} "
+                      f"(`{member or '?'}`, {item.size} bytes)")
+            name = member or name
+        what = f"out-of-bounds {access} of {buffer} at byte offset {offset}{element}"
         raise OutOfBoundsError(what, where, item.index, name, offset,
                                None if report.is_write < 0 else bool(report.is_write))
     if addr < 65536:

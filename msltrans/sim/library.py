@@ -4,7 +4,8 @@
     lib.kernel(*args, threads=N, group_size=G)
 
 `threads` is the TOTAL thread count (dispatchThreads: the last threadgroup may be partial);
-argument i binds buffer i.
+argument i binds buffer i; a list of tensors there is an argument buffer of their addresses
+(msltrans/sim/args.py).
 """
 
 from __future__ import annotations
@@ -26,11 +27,13 @@ from msltrans.sim.args import (
     Bound,
     Region,
     alignment_slack,
+    argument_buffer,
     check_slack,
     group_regions,
     memory_of,
     scalar_bytes,
     scalar_region,
+    write_addresses,
 )
 from msltrans.sim.cache import build_lock, headers_hash, temp_output
 from msltrans.sim.compiler import (
@@ -134,18 +137,20 @@ class Kernel:
                  arg_casts: str | dict[int, str] | None = None, schedule: str = "forward",
                  seed: int = 0, threadgroup_memory: dict[int, int] | list[int] | None = None,
                  timeout: float | None = _UNSET,
-                 buffer_alignment: dict[int, int] | None = None) -> None:
+                 buffer_alignment: dict[Any, int] | None = None) -> None:
         """Dispatch `threads` threads in groups of `group_size` (torch.mps's convention).
 
         `timeout`: wall-clock limit in seconds (None or 0: none); the default is
         MSLTRANS_SIM_TIMEOUT, else 300 s. `buffer_alignment` ({buffer index: bytes}, an
         extension): buffers whose staging copy must keep the host address's alignment (the
-        kernel was specialised on it)."""
+        kernel was specialised on it); a key (buffer index, i) names the i-th tensor of an
+        argument buffer (a list of tensors)."""
         if schedule not in native.SCHEDULES:
             raise LaunchError(f"schedule must be one of {sorted(native.SCHEDULES)}")
         bound, scalars = self._bind(args, arg_casts)
         for item in bound:
-            item.align = int((buffer_alignment or {}).get(item.index, 1))
+            key = item.index if item.entry is None else (item.index, item.entry)
+            item.align = int((buffer_alignment or {}).get(key, 1))  # type: ignore[call-overload]
         if threads is None:
             first = next((a for a in args if memory_of(a, 0) is not None), None)
             if first is None:
@@ -185,10 +190,19 @@ class Kernel:
         bound, scalars = [], []
         for index, value in enumerate(args):
             memory = memory_of(value, index)
+            table = None if memory is not None else argument_buffer(value, index)
             if memory is not None:
                 addr, size, itemsize, writable = memory
                 bound.append(Bound(index, addr, size, itemsize,
                                    writable and index not in constant))
+            elif table is not None:
+                if not any(p.kind == "buffer" and p.index == index
+                           for p in self.signature.params):
+                    raise LaunchError(f"kernel `{self.name}`: argument {index} is a list of "
+                                      f"tensors (an argument buffer), but the kernel has no "
+                                      f"[[buffer({index})]] parameter")
+                bound.extend(table[:-1])
+                scalars.append(table[-1])
             else:
                 data = scalar_bytes(value, index, arg_casts)
                 scalars.append(Bound(index, None, len(data), 1, False, scalar=data))
@@ -258,7 +272,11 @@ class Kernel:
                 assert item.region is not None
                 item.device_addr = item.region.data + ((item.host_addr or 0)
                                                        - item.region.host_start)
-                buffers[item.index] = item.device_addr
+                if item.entry is None:
+                    buffers[item.index] = item.device_addr
+            for item in scalars:
+                if item.addresses:
+                    write_addresses(item, bound)
             launch.buffers = buffers
             keep: tuple[object, ...] = ()
             if checked:

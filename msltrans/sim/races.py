@@ -25,6 +25,8 @@ class RaceReport:
 
 
 def _clone(value: Any) -> Any:
+    if isinstance(value, (list, tuple)) and value and not isinstance(value[0], (int, float)):
+        return [_clone(v) for v in value]  # an argument buffer's tensors
     if isinstance(value, np.ndarray):
         return value.copy()
     torch = sys.modules.get("torch")
@@ -47,6 +49,21 @@ def _bytes_of(value: Any) -> np.ndarray | None:
     return None
 
 
+def _pairs(base: list[Any], other: list[Any], names: dict[int, str]
+           ) -> list[tuple[int, str, Any, Any]]:
+    """(argument, name, first run's value, this run's value); an argument buffer's tensors
+    (a list) each on their own, named `param[i]`."""
+    out = []
+    for index, (a, b) in enumerate(zip(base, other, strict=True)):
+        name = names.get(index, "?")
+        if isinstance(a, list):
+            out.extend((index, f"{name}[{i}]", x, y)
+                       for i, (x, y) in enumerate(zip(a, b, strict=True)))
+        else:
+            out.append((index, name, a, b))
+    return out
+
+
 def check_races(kernel: Kernel, *args: Any, seeds: tuple[int, ...] = (1, 2, 3),
                 max_report: int = 8, **launch: Any) -> RaceReport:
     """Run `kernel` forward, reverse and shuffled (one run per seed) on copies of `args`.
@@ -67,7 +84,7 @@ def check_races(kernel: Kernel, *args: Any, seeds: tuple[int, ...] = (1, 2, 3),
     differences = []
     for (schedule, seed), clones in zip(schedules[1:], results[1:], strict=True):
         label = schedule if schedule != "shuffle" else f"shuffle(seed={seed})"
-        for index, (base, other) in enumerate(zip(results[0], clones, strict=True)):
+        for index, name, base, other in _pairs(results[0], clones, names):
             a, b = _bytes_of(base), _bytes_of(other)
             if a is None or b is None or np.array_equal(a, b):
                 continue
@@ -75,7 +92,7 @@ def check_races(kernel: Kernel, *args: Any, seeds: tuple[int, ...] = (1, 2, 3),
             a_items = a[: a.size // itemsize * itemsize].reshape(-1, itemsize)
             b_items = b[: b.size // itemsize * itemsize].reshape(-1, itemsize)
             elements = np.nonzero((a_items != b_items).any(axis=1))[0][:max_report].tolist()
-            differences.append((index, names.get(index, "?"), label, elements))
+            differences.append((index, name, label, elements))
     if differences:
         writers = [w for source in kernel.library.sources.values() for w in writer_lines(source)]
         raise RaceError(kernel.name, differences, writers)

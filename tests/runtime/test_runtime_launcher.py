@@ -119,3 +119,46 @@ def test_grid_beyond_32_bit_thread_counts_is_refused():
     with pytest.raises(MetalNonRecoverableError, match="32-bit thread counts"):
         launcher(2**22 + 1, 1, 1, None, engine.load("", "k"), None, None, None, None,
                  torch.zeros(1))
+
+
+def _spilled_meta(pointers: int, direct: int):
+    """A kernel of `pointers` pointers and one i32 whose last pointers are in the argument
+    buffer at `direct`, the scalar struct after it (what msltrans.lower writes)."""
+    params = []
+    for i in range(pointers):
+        slot = i - direct if i >= direct else None
+        params.append({"name": f"p{i}", "kind": "pointer", "triton_type": "*fp32",
+                       "buffer_index": min(i, direct), "slot": slot})
+    params.append({"name": "n", "kind": "scalar", "triton_type": "i32",
+                   "buffer_index": direct + 1, "offset": 0})
+    return SimpleNamespace(name="k", params=params, num_warps=1, warp_size=32,
+                           threads_per_group=32, args_size=4)
+
+
+def test_spilled_pointers_bind_as_one_list_before_the_struct():
+    names = [f"p{i}" for i in range(40)] + ["n"]
+    src = _src(dict.fromkeys(names[:-1], "*fp32") | {"n": "i32"}, names)
+    engine = RecordingEngine()
+    launcher = Launcher(src, _spilled_meta(40, 29), engine)
+    tensors = [torch.zeros(4) for _ in range(40)]
+    launcher(1, 1, 1, None, engine.load("", "k"), None, None, None, None, *tensors, 5)
+    (call,) = engine.calls
+    assert len(call.args) == 31 and call.arg_casts == {30: "uint8"}
+    assert all(a is t for a, t in zip(call.args[:29], tensors[:29], strict=True))
+    assert len(call.args[29]) == 11 and all(
+        a is t for a, t in zip(call.args[29], tensors[29:], strict=True))
+    assert bytes(call.args[30]) == (5).to_bytes(4, "little")
+
+
+def test_mps_engine_refuses_the_argument_buffer_saying_why():
+    """torch.mps.compile_shader can send GPU addresses but never makes their buffers
+    resident (runtime/mps.py): the MPS engine refuses, naming the limit and the reason."""
+    names = [f"p{i}" for i in range(40)] + ["n"]
+    src = _src(dict.fromkeys(names[:-1], "*fp32") | {"n": "i32"}, names)
+    mps = RecordingEngine(name="mps", device_type="mps", argument_buffers=False)
+    with pytest.raises(MetalNonRecoverableError) as info:
+        Launcher(src, _spilled_meta(40, 29), mps)
+    message = str(info.value)
+    assert "40 pointer arguments" in message and "31 slots" in message
+    assert "p29, p30" in message and "useResource" in message and "resident" in message
+    assert "at most 29 tensors" in message  # the hint: msltrans.abi.limits.DIRECT_POINTER_SLOTS

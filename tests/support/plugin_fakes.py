@@ -106,6 +106,7 @@ class Dispatch:
 class RecordingEngine:
     name: str = "sim"
     device_type: str = "cpu"
+    argument_buffers: bool = True  # takes a list of tensors, as the simulator does
     calls: list[Dispatch] = field(default_factory=list)
     loads: list[str] = field(default_factory=list)
 
