@@ -18,6 +18,7 @@ import threading
 from typing import Any
 
 from msltrans import settings
+from msltrans.sim import native
 
 try:
     import torch
@@ -31,12 +32,18 @@ PAGE = mmap.PAGESIZE
 PARALLEL_COPY_BYTES = 1 << 20
 
 
+def default_workers() -> int:
+    """Workers a dispatch without MSLTRANS_SIM_THREADS would use now (the cores free)."""
+    return int(native.runtime().msl_sim_default_workers())
+
+
 def _parallel_copies() -> bool:
-    """Whether the dispatch may use more than one core (MSLTRANS_SIM_THREADS unset or > 1):
-    a run pinned to one worker copies on one thread too."""
+    """Whether the dispatch may use more than one core: MSLTRANS_SIM_THREADS above 1, or
+    unset and another core free now (the runtime's estimate, msltrans/sim/runtime/cores.c:
+    on a busy machine torch's threads would wait for each other as the dispatch's would)."""
     text = settings.text(settings.SIM_THREADS)
     if not text:
-        return True
+        return default_workers() > 1
     try:
         return int(text) > 1
     except ValueError:

@@ -1,5 +1,7 @@
 """Copies between host memory and the guarded staging mappings (msltrans/sim/staging.py):
-large ones run on torch's threads unless the dispatch is pinned to one worker."""
+large ones run on torch's threads when the dispatch may use more than one worker."""
+
+import os
 
 import numpy as np
 import pytest
@@ -17,8 +19,8 @@ kernel void scale(device const float* x [[buffer(0)]], device float* y [[buffer(
 """
 
 
-@pytest.mark.parametrize("threads", ["", "1", "2"])
-def test_copy_bytes_both_paths(monkeypatch, threads):
+@pytest.mark.parametrize(("threads", "free"), [("", 2), ("", 1), ("1", 2), ("2", 1)])
+def test_copy_bytes_both_paths(monkeypatch, threads, free):
     calls = []
     real = staging.torch.frombuffer
 
@@ -27,6 +29,7 @@ def test_copy_bytes_both_paths(monkeypatch, threads):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(staging.torch, "frombuffer", spy)
+    monkeypatch.setattr(staging, "default_workers", lambda: free)   # the cores free now
     monkeypatch.setenv("MSLTRANS_SIM_THREADS", threads)
     rng = np.random.default_rng(0)
     for size in (staging.PARALLEL_COPY_BYTES - 1, staging.PARALLEL_COPY_BYTES + 3):
@@ -35,8 +38,14 @@ def test_copy_bytes_both_paths(monkeypatch, threads):
         staging.copy_bytes(dst.ctypes.data + 1, src.ctypes.data, size)
         np.testing.assert_array_equal(dst[1:-1], src)
         assert dst[0] == 0 and dst[-1] == 0   # nothing outside the range
-    # Only the large copy, and only when more than one worker may run, uses torch.
-    assert len(calls) == (0 if threads == "1" else 2)
+    # Only the large copy, and only when more than one worker may run (pinned, or by default
+    # with another core free), uses torch.
+    assert len(calls) == (2 if int(threads or free) > 1 else 0)
+
+
+def test_default_workers_is_the_runtime_estimate():
+    cores = len(os.sched_getaffinity(0))
+    assert 1 <= staging.default_workers() <= cores
 
 
 @pytest.mark.parametrize("threads", ["", "1"])

@@ -70,17 +70,23 @@ unsigned msl_sim_free_cores(unsigned spinning) {
 
 /* MSLTRANS_SIM_DISPATCH_TEST: comma-separated `chunk=N` (threadgroups a claim takes),
    `reverse` (claims from the last threadgroup down), `late_ms=N` (pool workers wait N ms
-   after being woken before they look for work). A test aid: results must not change. */
+   after being woken before they look for work), `caller_late_ms=N` (the calling thread
+   waits N ms after opening the launch: the pool workers take the first groups). A test
+   aid: results must not change. */
 int msl_sim_dispatch_test(msl_sim_dispatch_hook *hook, char *message, unsigned long size) {
     memset(hook, 0, sizeof *hook);
     const char *text = getenv("MSLTRANS_SIM_DISPATCH_TEST");
     if (!text || !*text) return 0;
     const char *p = text;
-    while (*p) {
+    int bad = 0;
+    while (*p && !bad) {
         unsigned long *field = NULL;
         if (!strncmp(p, "chunk=", 6)) {
             field = &hook->chunk;
             p += 6;
+        } else if (!strncmp(p, "caller_late_ms=", 15)) {
+            field = &hook->caller_late_ms;
+            p += 15;
         } else if (!strncmp(p, "late_ms=", 8)) {
             field = &hook->late_ms;
             p += 8;
@@ -88,21 +94,21 @@ int msl_sim_dispatch_test(msl_sim_dispatch_hook *hook, char *message, unsigned l
             hook->reverse = 1;
             p += 7;
         } else {
-            break;
+            bad = 1;
         }
         if (field) {
             unsigned long n = 0;
             const char *start = p;
             for (; *p >= '0' && *p <= '9' && n < 1000000; p++) n = n * 10 + (unsigned)(*p - '0');
-            if (p == start) break;
+            if (p == start || (field == &hook->chunk && n == 0)) bad = 1;
             *field = n;
         }
         if (*p == ',') p++;
-        else if (*p) break;
+        else if (*p) bad = 1;
     }
-    if (*p || (hook->chunk == 0 && strstr(text, "chunk="))) {
+    if (bad) {
         snprintf(message, size, "MSLTRANS_SIM_DISPATCH_TEST must be comma-separated chunk=N "
-                 "(N >= 1), reverse, late_ms=N; not '%s'", text);
+                 "(N >= 1), reverse, late_ms=N, caller_late_ms=N; not '%s'", text);
         return -1;
     }
     return 0;

@@ -265,6 +265,11 @@ static unsigned long long wait_for_launch(unsigned index, unsigned long long see
     return state;
 }
 
+static void sleep_ms(unsigned long ms) {
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000l};
+    nanosleep(&ts, NULL);
+}
+
 static void *pool_main(void *arg) {
     msl_sim_worker *w = arg;
     msl_sim_worker_signals(w);
@@ -276,8 +281,7 @@ static void *pool_main(void *arg) {
         worked = 0;
         unsigned long delay = __atomic_load_n(&late_ms, __ATOMIC_RELAXED);
         if (delay) {
-            struct timespec ts = {(time_t)(delay / 1000), (long)(delay % 1000) * 1000000l};
-            nanosleep(&ts, NULL);
+            sleep_ms(delay);
             state = __atomic_load_n(&job_state, __ATOMIC_ACQUIRE);
         }
         if (try_join(w, state)) {
@@ -438,6 +442,7 @@ int msl_sim_dispatch(const msl_sim_launch *launch, msl_sim_report *report) {
     }
     if (n_workers > pool_started) n_workers = pool_started;
     open_launch(n_workers);
+    if (job.hook.caller_late_ms) sleep_ms(job.hook.caller_late_ms);
     run_share(workers[0]);
     close_launch();
     msl_sim_signals_leave();
@@ -460,6 +465,10 @@ int msl_sim_dispatch(const msl_sim_launch *launch, msl_sim_report *report) {
     }
     report->workers = 1 + __atomic_load_n(&joined, __ATOMIC_RELAXED);
     return report->kind;
+}
+
+unsigned msl_sim_default_workers(void) {
+    return msl_sim_free_cores(__atomic_load_n(&spinning, __ATOMIC_RELAXED));
 }
 
 int msl_sim_abi_version(void) { return MSL_SIM_ABI_VERSION; }

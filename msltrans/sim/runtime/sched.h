@@ -264,6 +264,7 @@ void msl_sim_coherence_access(msl_sim_worker *w, uintptr_t addr, unsigned long s
 typedef struct msl_sim_dispatch_hook {
     unsigned long chunk;              /* threadgroups a claim takes (0: the dispatch's choice) */
     unsigned long late_ms;            /* pool workers wait this long after being woken */
+    unsigned long caller_late_ms;     /* the caller waits this long after opening a launch */
     int reverse;                      /* claims run from the last threadgroup down */
 } msl_sim_dispatch_hook;
 unsigned msl_sim_cores(void);
