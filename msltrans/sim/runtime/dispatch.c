@@ -47,6 +47,9 @@
    CLAIM_MAX groups (small claims near the end keep the workers finishing together). */
 #define CLAIM_SHARE 16
 #define CLAIM_MAX 8
+/* msl_sim_copy: bytes a claim copies, and bytes a worker beyond the first needs. */
+#define COPY_BLOCK (256ul << 10)
+#define COPY_PER_WORKER (1ul << 20)
 
 static msl_sim_worker *workers[MSL_SIM_MAX_WORKERS];
 static pthread_t pool[MSL_SIM_MAX_WORKERS];
@@ -60,7 +63,13 @@ static struct {
     unsigned n_workers;                     /* workers 0..n-1 may take part (atomic) */
     msl_sim_dispatch_hook hook;
     int stop;
+    /* A copy (msl_sim_copy) instead of a launch: `total` blocks of COPY_BLOCK bytes. */
+    char *copy_dst;
+    const char *copy_src;
+    unsigned long copy_size;
 } job;
+/* One launch or copy at a time (the host may call from several threads). */
+static pthread_mutex_t job_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* generation << 32 | JOB_OPEN | pool workers inside the launch */
 #define JOB_OPEN (1ull << 31)
@@ -92,6 +101,7 @@ static inline void cpu_relax(void) {
 /* A child forked after the pool started has none of its threads: start again from one. */
 static void forked_child(void) {
     pool_started = 1;
+    pthread_mutex_init(&job_lock, NULL);
     job_state = 0;
     joined = 0;
     spinning = 0;
@@ -220,6 +230,17 @@ static void leave(void) {
     }
 }
 
+/* One worker's share of a copy: blocks until none is left. */
+static void copy_share(void) {
+    unsigned long long first, count;
+    while ((count = claim(&first))) {
+        unsigned long start = (unsigned long)first * COPY_BLOCK;
+        unsigned long end = (unsigned long)(first + count) * COPY_BLOCK;
+        if (end > job.copy_size) end = job.copy_size;
+        memcpy(job.copy_dst + start, job.copy_src + start, end - start);
+    }
+}
+
 /* Joins the launch of `state` if it is open, has groups left and takes this worker. */
 static int try_join(msl_sim_worker *w, unsigned long long state) {
     unsigned long long gen = state >> 32;
@@ -285,7 +306,8 @@ static void *pool_main(void *arg) {
             state = __atomic_load_n(&job_state, __ATOMIC_ACQUIRE);
         }
         if (try_join(w, state)) {
-            run_share(w);
+            if (job.copy_size) copy_share();
+            else run_share(w);
             leave();
             worked = 1;
         }
@@ -384,8 +406,21 @@ static void close_launch(void) {
     }
 }
 
-int msl_sim_dispatch(const msl_sim_launch *launch, msl_sim_report *report) {
-    memset(report, 0, sizeof *report);
+/* Starts the pool threads up to n_workers; returns how many workers there are. */
+static unsigned start_pool(unsigned n_workers) {
+    static pthread_once_t atfork = PTHREAD_ONCE_INIT;
+    pthread_once(&atfork, register_atfork);
+    while (pool_started < n_workers) {
+        if (!worker(pool_started) ||
+            pthread_create(&pool[pool_started], NULL, pool_main, workers[pool_started]))
+            break;
+        pool_started++;
+    }
+    return n_workers > pool_started ? pool_started : n_workers;
+}
+
+static int dispatch(const msl_sim_launch *launch, msl_sim_report *report) {
+    job.copy_size = 0;
     if (check_launch(launch, report)) return report->kind;
     unsigned n_workers;
     if (worker_count(report->message, sizeof report->message, &n_workers) ||
@@ -434,13 +469,7 @@ int msl_sim_dispatch(const msl_sim_launch *launch, msl_sim_report *report) {
     job.stop = 0;
     job.deadline_ns = launch->timeout_ms ? msl_sim_now_ns() + launch->timeout_ms * 1000000ull : 0;
     msl_sim_signals_enter();
-    static pthread_once_t atfork = PTHREAD_ONCE_INIT;
-    pthread_once(&atfork, register_atfork);
-    while (pool_started < n_workers) {
-        if (pthread_create(&pool[pool_started], NULL, pool_main, workers[pool_started])) break;
-        pool_started++;
-    }
-    if (n_workers > pool_started) n_workers = pool_started;
+    n_workers = start_pool(n_workers);
     open_launch(n_workers);
     if (job.hook.caller_late_ms) sleep_ms(job.hook.caller_late_ms);
     run_share(workers[0]);
@@ -467,8 +496,40 @@ int msl_sim_dispatch(const msl_sim_launch *launch, msl_sim_report *report) {
     return report->kind;
 }
 
-unsigned msl_sim_default_workers(void) {
-    return msl_sim_free_cores(__atomic_load_n(&spinning, __ATOMIC_RELAXED));
+int msl_sim_dispatch(const msl_sim_launch *launch, msl_sim_report *report) {
+    memset(report, 0, sizeof *report);
+    pthread_mutex_lock(&job_lock);
+    int kind = dispatch(launch, report);
+    pthread_mutex_unlock(&job_lock);
+    return kind;
+}
+
+void msl_sim_copy(void *dst, const void *src, unsigned long size) {
+    char message[160];
+    unsigned n_workers;
+    if (worker_count(message, sizeof message, &n_workers)) n_workers = 1;
+    if (!n_workers) n_workers = msl_sim_free_cores(__atomic_load_n(&spinning, __ATOMIC_RELAXED));
+    if (n_workers > size / COPY_PER_WORKER) n_workers = (unsigned)(size / COPY_PER_WORKER);
+    if (n_workers > MSL_SIM_MAX_WORKERS) n_workers = MSL_SIM_MAX_WORKERS;
+    if (n_workers <= 1) {
+        memcpy(dst, src, size);
+        return;
+    }
+    pthread_mutex_lock(&job_lock);
+    if (msl_sim_dispatch_test(&job.hook, message, sizeof message))
+        memset(&job.hook, 0, sizeof job.hook);
+    job.hook.chunk = 1;
+    job.hook.reverse = 0;
+    job.copy_dst = dst;
+    job.copy_src = src;
+    job.copy_size = size;
+    job.total = (size + COPY_BLOCK - 1) / COPY_BLOCK;
+    job.next = 0;
+    open_launch(start_pool(n_workers));
+    copy_share();
+    close_launch();
+    job.copy_size = 0;
+    pthread_mutex_unlock(&job_lock);
 }
 
 int msl_sim_abi_version(void) { return MSL_SIM_ABI_VERSION; }
