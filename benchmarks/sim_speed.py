@@ -112,8 +112,8 @@ def measure(names: list[str], columns: list[Column], repeat: int
                 # An idle gap first: the last engine's BLAS/OpenMP threads spin-wait
                 # for a while after their work and would take a core from this one.
                 # Then BATCH runs back to back, their median: launches in a loop, as a
-                # program makes them (the first run after idling also pays for waking
-                # the other cores, which on this VM can cost a 10 ms dispatch 5 ms).
+                # program makes them (after idling, a pool worker that wakes late joins the
+                # first run late or not at all; the dispatch does not wait for it).
                 time.sleep(IDLE_GAP_S)
                 answer = worker.run(name, threads, BATCH, lanes)
                 if "error" in answer:

@@ -304,6 +304,7 @@ static void *pool_main(void *arg) {
         if (delay) {
             sleep_ms(delay);
             state = __atomic_load_n(&job_state, __ATOMIC_ACQUIRE);
+            seen = state >> 32;   /* a worker joins a launch once */
         }
         if (try_join(w, state)) {
             if (job.copy_size) copy_share();
