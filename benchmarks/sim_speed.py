@@ -13,11 +13,12 @@ fiber (MSLTRANS_SIM_LANES=fibers: what lanes mode gains, docs/simulator.md). The
 after: the default must stay within 1.1x of one worker there, and be >= 1.5x faster than
 one worker in the first table when the machine is otherwise idle. Each engine
 lives in its own worker process (benchmarks/sim_speed_worker.py); after one warm-up run per
-engine (which compiles), the repeats go round-robin (interpreter, simulator on all cores, on
-one core, ...), so a busy machine slows all of them alike. Each repeat is an idle gap of
+engine (which compiles), the repeats go round-robin (interpreter, simulator default, on one
+core, ..., then the next repeat in reverse order), so a load that changes slows all of them
+alike. Each repeat is an idle gap of
 IDLE_GAP_S, then BATCH runs back to back (their median); the table gives the median over
 repeats, and every batch's output is checked.
-Target (issue 16): every kernel >= 20x the interpreter with all cores, checks on.
+Target (issue 16): every kernel >= 20x the interpreter with the default dispatch, checks on.
 
 Compile and start-up (benchmarks/sim_compile_speed.py): cold and cached compiles of a small
 MSL kernel, a 512- and 1024-wide bitonic top-k from Triton source to a loaded simulator
@@ -107,8 +108,10 @@ def measure(names: list[str], columns: list[Column], repeat: int
             if "error" in answer:
                 errors.append(f"{label}: {answer['error']}")
             first[label] = answer.get("seconds", float("nan"))
-        for _ in range(repeat if not errors else 0):
-            for label, worker, threads, lanes in columns:
+        for r in range(repeat if not errors else 0):
+            # ABBA: every other repeat runs the columns in reverse (a load that drifts
+            # during a repeat slows no column more than another)
+            for label, worker, threads, lanes in columns[::-1] if r % 2 else columns:
                 # An idle gap first: the last engine's BLAS/OpenMP threads spin-wait
                 # for a while after their work and would take a core from this one.
                 # Then BATCH runs back to back, their median: launches in a loop, as a
