@@ -8,6 +8,7 @@ reported as the sequential order meets them."""
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -206,8 +207,37 @@ def test_a_deadlocked_group_is_reported(lib, sim, monkeypatch, threads, hook):
     assert np.all(out == 1.0)
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_worker_count_follows_the_threads_running(lib, monkeypatch):
+    # The default worker count is the CPUs free: the caller alone when the machine's
+    # runnable threads (here given by the hook instead of /proc/loadavg) fill every CPU.
+    from msltrans.sim import library
+
+    workers: list[int] = []
+    dispatch = library.Kernel._dispatch
+
+    def spy(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        report = dispatch(self, *args, **kwargs)
+        workers.append(int(report.workers))
+        return report
+
+    monkeypatch.setattr(library.Kernel, "_dispatch", spy)
+    cores = len(os.sched_getaffinity(0))
+    data = _inputs()
+    for running in (cores + 1, 1):
+        # the caller waits 0.3 s before its first claim: pool workers allowed in join
+        _set(monkeypatch, "", f"running={running},caller_late_ms=300")
+        workers.clear()
+        lib.row_sum(data["x"], np.zeros(41, np.float32), np.uint32(300), threads=41 * 256,
+                    group_size=256)
+        if running > cores:
+            assert workers == [1]
+        else:
+            assert workers[0] >= 2, workers
+
+
 def test_bad_hook_is_a_launch_error(lib, sim, monkeypatch):
-    for bad in ("chunk=0", "chunk=x", "sideways", "late_ms=", "reverse;chunk=2"):
+    for bad in ("chunk=0", "chunk=x", "sideways", "late_ms=", "reverse;chunk=2", "running=-1"):
         _set(monkeypatch, "2", bad)
         with pytest.raises(sim.LaunchError, match="MSLTRANS_SIM_DISPATCH_TEST must be"):
             lib.row_sum(np.zeros(300, np.float32), np.zeros(1, np.float32), np.uint32(300),

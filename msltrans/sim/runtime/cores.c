@@ -48,31 +48,35 @@ static long running_now(void) {
     return strtol(p, NULL, 10);
 }
 
-unsigned msl_sim_free_cores(unsigned spinning) {
+unsigned msl_sim_free_cores(unsigned spinning, const msl_sim_dispatch_hook *hook) {
     static unsigned long long last_ns;
     static long last_others = -1;
     unsigned cores = msl_sim_cores();
     if (cores <= 1) return 1;
-    long running = running_now();
+    long running = hook->running ? (long)hook->running : running_now();
     if (running < 0) return cores;
     long others = running - 1 - (long)spinning;   /* the calling thread counts itself */
     if (others < 0) others = 0;
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    static long online;   /* sysconf reads a file each time (20 us): once */
+    if (!online) online = sysconf(_SC_NPROCESSORS_ONLN);
     if (online > (long)cores) others = (others * (long)cores + online - 1) / online;
-    unsigned long long now = msl_sim_now_ns();
     long estimate = others;
-    if (last_others >= 0 && now - last_ns < RECENT_NS && last_others < estimate)
-        estimate = last_others;
-    last_others = others;
-    last_ns = now;
+    if (!hook->running) {   /* a sample: filtered by the last one, and kept */
+        unsigned long long now = msl_sim_now_ns();
+        if (last_others >= 0 && now - last_ns < RECENT_NS && last_others < estimate)
+            estimate = last_others;
+        last_others = others;
+        last_ns = now;
+    }
     return estimate >= (long)cores ? 1 : cores - (unsigned)estimate;
 }
 
 /* MSLTRANS_SIM_DISPATCH_TEST: comma-separated `chunk=N` (threadgroups a claim takes),
    `reverse` (claims from the last threadgroup down), `late_ms=N` (pool workers wait N ms
    after being woken before they look for work), `caller_late_ms=N` (the calling thread
-   waits N ms after opening the launch: the pool workers take the first groups). A test
-   aid: results must not change. */
+   waits N ms after opening the launch: the pool workers take the first groups),
+   `running=N` (the count of runnable threads the worker count is chosen from, instead of
+   /proc/loadavg's). A test aid: results must not change. */
 int msl_sim_dispatch_test(msl_sim_dispatch_hook *hook, char *message, unsigned long size) {
     memset(hook, 0, sizeof *hook);
     const char *text = getenv("MSLTRANS_SIM_DISPATCH_TEST");
@@ -87,6 +91,9 @@ int msl_sim_dispatch_test(msl_sim_dispatch_hook *hook, char *message, unsigned l
         } else if (!strncmp(p, "caller_late_ms=", 15)) {
             field = &hook->caller_late_ms;
             p += 15;
+        } else if (!strncmp(p, "running=", 8)) {
+            field = &hook->running;
+            p += 8;
         } else if (!strncmp(p, "late_ms=", 8)) {
             field = &hook->late_ms;
             p += 8;
@@ -108,7 +115,7 @@ int msl_sim_dispatch_test(msl_sim_dispatch_hook *hook, char *message, unsigned l
     }
     if (bad) {
         snprintf(message, size, "MSLTRANS_SIM_DISPATCH_TEST must be comma-separated chunk=N "
-                 "(N >= 1), reverse, late_ms=N, caller_late_ms=N; not '%s'", text);
+                 "(N >= 1), reverse, late_ms=N, caller_late_ms=N, running=N; not '%s'", text);
         return -1;
     }
     return 0;

@@ -437,7 +437,8 @@ static int dispatch(const msl_sim_launch *launch, msl_sim_report *report) {
         total *= job.n_groups[d];
     }
     if (msl_sim_cas_spurious_enabled() || launch->profile || total == 1) n_workers = 1;
-    if (!n_workers) n_workers = msl_sim_free_cores(__atomic_load_n(&spinning, __ATOMIC_RELAXED));
+    if (!n_workers)
+        n_workers = msl_sim_free_cores(__atomic_load_n(&spinning, __ATOMIC_RELAXED), &job.hook);
     if (n_workers > total) n_workers = (unsigned)total;
     if (n_workers > MSL_SIM_MAX_WORKERS) n_workers = MSL_SIM_MAX_WORKERS;
     for (unsigned i = 0; i < n_workers; i++) {
@@ -506,19 +507,21 @@ int msl_sim_dispatch(const msl_sim_launch *launch, msl_sim_report *report) {
 }
 
 void msl_sim_copy(void *dst, const void *src, unsigned long size) {
-    char message[160];
+    char message[200];
     unsigned n_workers;
-    if (worker_count(message, sizeof message, &n_workers)) n_workers = 1;
-    if (!n_workers) n_workers = msl_sim_free_cores(__atomic_load_n(&spinning, __ATOMIC_RELAXED));
-    if (n_workers > size / COPY_PER_WORKER) n_workers = (unsigned)(size / COPY_PER_WORKER);
-    if (n_workers > MSL_SIM_MAX_WORKERS) n_workers = MSL_SIM_MAX_WORKERS;
-    if (n_workers <= 1) {
-        memcpy(dst, src, size);
-        return;
-    }
     pthread_mutex_lock(&job_lock);
     if (msl_sim_dispatch_test(&job.hook, message, sizeof message))
         memset(&job.hook, 0, sizeof job.hook);
+    if (worker_count(message, sizeof message, &n_workers)) n_workers = 1;
+    if (!n_workers)
+        n_workers = msl_sim_free_cores(__atomic_load_n(&spinning, __ATOMIC_RELAXED), &job.hook);
+    if (n_workers > size / COPY_PER_WORKER) n_workers = (unsigned)(size / COPY_PER_WORKER);
+    if (n_workers > MSL_SIM_MAX_WORKERS) n_workers = MSL_SIM_MAX_WORKERS;
+    if (n_workers <= 1) {
+        pthread_mutex_unlock(&job_lock);
+        memcpy(dst, src, size);
+        return;
+    }
     job.hook.chunk = 1;
     job.hook.reverse = 0;
     job.copy_dst = dst;
