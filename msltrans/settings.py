@@ -27,6 +27,7 @@ SIM_CAS_SPURIOUS = "MSLTRANS_SIM_CAS_SPURIOUS"
 SIM_COHERENCE = "MSLTRANS_SIM_COHERENCE"
 SIM_LANES = "MSLTRANS_SIM_LANES"
 SIM_THREADS = "MSLTRANS_SIM_THREADS"
+SIM_DISPATCH_TEST = "MSLTRANS_SIM_DISPATCH_TEST"
 SIM_ALIGNMENT_CHECK = "MSLTRANS_SIM_ALIGNMENT_CHECK"
 SIM_TIMEOUT = "MSLTRANS_SIM_TIMEOUT"
 SIM_MARCH = "MSLTRANS_SIM_MARCH"
@@ -93,8 +94,15 @@ SETTINGS: tuple[Setting, ...] = (
             "a simdgroup-at-a-time function (the reference model; default: use that function; "
             f"{_SIM}, \"Lanes mode\")"),
     Setting(SIM_THREADS, "MSLTRANS_SIM_THREADS=N",
-            "worker threads running a dispatch's threadgroups (default: every CPU this "
-            "process may use)", c_reader="the simulator's C runtime too"),
+            "worker threads running a dispatch's threadgroups (default: the CPUs this process "
+            "may use that no other program is using at the dispatch, so one on a busy "
+            f"machine; {_SIM}, \"Execution model\")", c_reader="the simulator's C runtime too"),
+    Setting(SIM_DISPATCH_TEST, "MSLTRANS_SIM_DISPATCH_TEST=chunk=N,reverse,late_ms=N",
+            "how a dispatch hands out threadgroups, a test aid: `chunk=N` groups a claim, "
+            "`reverse` claims from the last group down, `late_ms=N` pool workers start N ms "
+            "late, `caller_late_ms=N` the calling thread does, `running=N` the worker count "
+            "assumes N runnable threads on the machine (results must not change)",
+            c_reader="the simulator's C runtime"),
     Setting(SIM_ALIGNMENT_CHECK, "MSLTRANS_SIM_ALIGNMENT_CHECK=1",
             "build simulator kernels with a check of every threadgroup access's alignment (a "
             "misaligned one fails the dispatch naming the line; off by default: slower, and it "

@@ -13,43 +13,35 @@ from __future__ import annotations
 
 import collections
 import ctypes
+import functools
 import mmap
 import threading
 from typing import Any
 
-from msltrans import settings
-
-try:
-    import torch
-except ImportError:  # pragma: no cover - torch is a dependency; numpy-only use still works
-    torch = None  # type: ignore[assignment]
+from msltrans.sim import native
 
 BUDGET = 256 << 20
 PAGE = mmap.PAGESIZE
-# Copies into and out of staging at least this large use torch's intra-op threads (a 1M
-# float vector add moves 24 MB per dispatch: one thread spent longer copying than running).
+# Copies into and out of staging of at least this many bytes run on the dispatch's workers
+# (a 1M float vector add moves 24 MB per dispatch: one thread spent longer copying than
+# running): msl_sim_copy uses as many as a dispatch would now, so a busy machine copies on
+# the calling thread alone.
 PARALLEL_COPY_BYTES = 1 << 20
 
 
-def _parallel_copies() -> bool:
-    """Whether the dispatch may use more than one core (MSLTRANS_SIM_THREADS unset or > 1):
-    a run pinned to one worker copies on one thread too."""
-    text = settings.text(settings.SIM_THREADS)
-    if not text:
-        return True
-    try:
-        return int(text) > 1
-    except ValueError:
-        return False
+@functools.lru_cache(maxsize=1)
+def _copier() -> Any:
+    copy = native.runtime().msl_sim_copy
+    copy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_ulong]
+    copy.restype = None
+    return copy
 
 
 def copy_bytes(dst: int, src: int, size: int) -> None:
-    """memmove between staging and host memory (never overlapping), the large ones on
-    torch's threads where the dispatch may use several cores."""
-    if size >= PARALLEL_COPY_BYTES and torch is not None and _parallel_copies():
-        into = torch.frombuffer((ctypes.c_uint8 * size).from_address(dst), dtype=torch.uint8)
-        into.copy_(torch.frombuffer((ctypes.c_uint8 * size).from_address(src),
-                                    dtype=torch.uint8))
+    """memmove between staging and host memory (never overlapping), the large ones on the
+    simulator's workers."""
+    if size >= PARALLEL_COPY_BYTES:
+        _copier()(dst, src, size)
     else:
         ctypes.memmove(dst, src, size)
 

@@ -1,5 +1,7 @@
 """Copies between host memory and the guarded staging mappings (msltrans/sim/staging.py):
-large ones run on torch's threads unless the dispatch is pinned to one worker."""
+large ones run on the simulator runtime's workers (msl_sim_copy)."""
+
+import time
 
 import numpy as np
 import pytest
@@ -17,26 +19,30 @@ kernel void scale(device const float* x [[buffer(0)]], device float* y [[buffer(
 """
 
 
-@pytest.mark.parametrize("threads", ["", "1", "2"])
-def test_copy_bytes_both_paths(monkeypatch, threads):
-    calls = []
-    real = staging.torch.frombuffer
-
-    def spy(*args, **kwargs):
-        calls.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(staging.torch, "frombuffer", spy)
+@pytest.mark.parametrize("threads", ["", "1", "2", "3"])
+def test_copy_bytes_every_size(monkeypatch, threads):
+    # Large copies run on the runtime's workers in 256 KB blocks (msl_sim_copy), small ones
+    # as one memmove: every byte of the range lands, none outside it, for any worker count.
     monkeypatch.setenv("MSLTRANS_SIM_THREADS", threads)
     rng = np.random.default_rng(0)
-    for size in (staging.PARALLEL_COPY_BYTES - 1, staging.PARALLEL_COPY_BYTES + 3):
+    big = staging.PARALLEL_COPY_BYTES
+    for size in (big - 1, big + 3, 5 * big + (256 << 10) + 7, 12 * big):
         src = rng.integers(0, 256, size, dtype=np.uint8)
         dst = np.zeros(size + 2, np.uint8)
         staging.copy_bytes(dst.ctypes.data + 1, src.ctypes.data, size)
         np.testing.assert_array_equal(dst[1:-1], src)
         assert dst[0] == 0 and dst[-1] == 0   # nothing outside the range
-    # Only the large copy, and only when more than one worker may run, uses torch.
-    assert len(calls) == (0 if threads == "1" else 2)
+
+
+def test_a_copy_does_not_wait_for_a_late_worker(monkeypatch):
+    monkeypatch.setenv("MSLTRANS_SIM_THREADS", "2")
+    monkeypatch.setenv("MSLTRANS_SIM_DISPATCH_TEST", "late_ms=3000")
+    src = np.random.default_rng(1).integers(0, 256, 16 << 20, dtype=np.uint8)
+    dst = np.zeros_like(src)
+    start = time.monotonic()
+    staging.copy_bytes(dst.ctypes.data, src.ctypes.data, src.size)
+    assert time.monotonic() - start < 2.0
+    np.testing.assert_array_equal(dst, src)
 
 
 @pytest.mark.parametrize("threads", ["", "1"])

@@ -1,48 +1,111 @@
-/* A dispatch: its threadgroups spread over worker threads (the calling thread is worker 0;
-   the others are a pool started on first use). Each worker takes the next threadgroup from
-   a shared counter and runs it to the end on its own fibers and threadgroup memory, so a
-   race-free kernel gives the same bytes for any worker count. MSLTRANS_SIM_THREADS pins the
-   count (default: the CPUs this process may use); weak compare-exchange failure injection
-   (MSLTRANS_SIM_CAS_SPURIOUS) counts calls in execution order, so it runs on one worker.
+/* A dispatch: its threadgroups spread over worker threads. The calling thread is worker 0
+   and always works; pool threads (started on first use) are workers 1.. and join while
+   threadgroups are left. Threadgroups are handed out in claims of one or more consecutive
+   groups from a shared counter; each worker runs a claimed group to the end on its own
+   fibers and threadgroup memory, so a race-free kernel gives the same bytes whichever
+   worker runs which group.
+
+   Nothing waits for a worker that has not started: the launch is open while groups are
+   left, a pool thread joins it only while it is open (a compare-exchange on `job_state`),
+   and the caller, once no group is left, closes it and waits only for the workers that
+   joined (each finishes its claim). A worker woken late finds the launch closed or no
+   group left and goes back to sleep. Waiting is bounded spinning, then a futex sleep: a
+   pool thread spins a short while after its work for the next launch, the caller a short
+   while for the joined workers' last groups.
+
+   How many workers: MSLTRANS_SIM_THREADS pins the count; by default the cores free now
+   (cores.c), so a busy machine runs a dispatch on the calling thread alone; one worker for
+   a single threadgroup, while MSLTRANS_SIM_CAS_SPURIOUS is set (its calls are counted in
+   execution order) and for a profile.
 
    The first error stops the dispatch: workers finish the group they are in and take no new
    one. Among the workers' errors the one of the lowest threadgroup is reported; the Python
-   side re-runs a failed parallel dispatch on one worker (from the untouched host copies) so
-   that the error is the one the sequential order meets first. */
+   side re-runs a failed dispatch that ran on several workers on one worker (from the
+   untouched host copies) so that the error is the one the sequential order meets first. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "profile.h"
 #include "sched.h"
 
+/* A pool thread spins this long after its work for the next launch before it sleeps; the
+   caller this long for the joined workers' last groups. */
+#define POOL_SPIN_NS 200000ull
+#define END_SPIN_NS 50000ull
+/* Claims by default: about 1/CLAIM_SHARE of a worker's share of what is left, at most
+   CLAIM_MAX groups (small claims near the end keep the workers finishing together). */
+#define CLAIM_SHARE 16
+#define CLAIM_MAX 8
+/* msl_sim_copy: bytes a claim copies, and bytes a worker beyond the first needs. */
+#define COPY_BLOCK (256ul << 10)
+#define COPY_PER_WORKER (1ul << 20)
+
 static msl_sim_worker *workers[MSL_SIM_MAX_WORKERS];
 static pthread_t pool[MSL_SIM_MAX_WORKERS];
 static unsigned pool_started = 1;           /* worker 0 is the caller: no thread */
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t wake = PTHREAD_COND_INITIALIZER, done = PTHREAD_COND_INITIALIZER;
 
 static struct {
     const msl_sim_launch *launch;
     unsigned n_groups[3];
     unsigned long long total, next;
     unsigned long long deadline_ns;
-    unsigned n_workers, finished;
-    unsigned long long generation;
+    unsigned n_workers;                     /* workers 0..n-1 may take part (atomic) */
+    msl_sim_dispatch_hook hook;
     int stop;
+    /* A copy (msl_sim_copy) instead of a launch: `total` blocks of COPY_BLOCK bytes. */
+    char *copy_dst;
+    const char *copy_src;
+    unsigned long copy_size;
 } job;
+/* One launch or copy at a time (the host may call from several threads). */
+static pthread_mutex_t job_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* generation << 32 | JOB_OPEN | pool workers inside the launch */
+#define JOB_OPEN (1ull << 31)
+#define JOB_COUNT (JOB_OPEN - 1)
+static unsigned long long job_state;
+static unsigned joined;                     /* pool workers that joined this launch */
+static unsigned left_word;                  /* futex: the last joined worker left */
+static unsigned wake_word[MSL_SIM_MAX_WORKERS];   /* futex of each pool thread */
+static int asleep[MSL_SIM_MAX_WORKERS];
+static unsigned spinning;                   /* pool threads spinning for a launch */
+static unsigned long late_ms;               /* MSLTRANS_SIM_DISPATCH_TEST's late_ms */
+
+static void futex_wait(unsigned *word, unsigned value) {
+    syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, value, NULL, NULL, 0);
+}
+
+static void futex_wake(unsigned *word) {
+    syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
 
 /* A child forked after the pool started has none of its threads: start again from one. */
 static void forked_child(void) {
     pool_started = 1;
-    pthread_mutex_init(&lock, NULL);
-    pthread_cond_init(&wake, NULL);
-    pthread_cond_init(&done, NULL);
+    pthread_mutex_init(&job_lock, NULL);
+    job_state = 0;
+    joined = 0;
+    spinning = 0;
+    memset(asleep, 0, sizeof asleep);
     msl_sim_timer_forget();
 }
 
@@ -79,45 +142,73 @@ static void group_of(unsigned long long linear, const unsigned n[3], unsigned g[
     g[2] = (unsigned)(linear / ((unsigned long long)n[0] * n[1]));
 }
 
-/* One worker's share of the dispatch: threadgroups until none is left or one failed. */
-static void run_share(msl_sim_worker *w) {
-    const msl_sim_launch *l = job.launch;
-    msl_sim_tls_worker = w;
+/* The next claim: positions [*first, *first + count) of the claim order; 0 when none is
+   left. */
+static unsigned long long claim(unsigned long long *first) {
+    unsigned long long next = __atomic_load_n(&job.next, __ATOMIC_RELAXED);
+    for (;;) {
+        if (next >= job.total) return 0;
+        unsigned long long left = job.total - next, count = job.hook.chunk;
+        if (!count) {
+            unsigned n = __atomic_load_n(&job.n_workers, __ATOMIC_RELAXED);
+            count = n <= 1 ? left : left / (CLAIM_SHARE * (unsigned long long)n);
+            if (n > 1 && count > CLAIM_MAX) count = CLAIM_MAX;
+            if (!count) count = 1;
+        }
+        if (count > left) count = left;
+        if (__atomic_compare_exchange_n(&job.next, &next, next + count, 1, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+            *first = next;
+            return count;
+        }
+    }
+}
+
+static void reset_worker(msl_sim_worker *w) {
     memset(&w->report, 0, sizeof w->report);
-    w->launch = l;
-    w->current = -1;
-    w->n_statics = 0;
     w->static_bytes = 0;
     w->groups_run = 0;
     w->group_linear = ~0ull;
+}
+
+/* One worker's share of the dispatch: claims until none is left or a group failed. */
+static void run_share(msl_sim_worker *w) {
+    const msl_sim_launch *l = job.launch;
+    msl_sim_tls_worker = w;
+    reset_worker(w);
+    w->launch = l;
+    w->current = -1;
+    w->n_statics = 0;
     w->arena_used = w->arena_base;
     w->expired = 0;
     int timed = job.deadline_ns && msl_sim_timer_arm(job.deadline_ns) == 0;
     if (sigsetjmp(w->fault_env, 1) == 0) {
-        for (;;) {
-            if (w->expired) {
-                w->fault.signo = MSL_SIM_TIMER_SIGNAL;
-                w->fault.addr = w->fault.pc = 0;
-                w->fault.is_write = -1;
-                classify_fault(w);
-                __atomic_store_n(&job.stop, 1, __ATOMIC_RELEASE);
-                break;
-            }
-            if (__atomic_load_n(&job.stop, __ATOMIC_ACQUIRE)) break;
-            unsigned long long g = __atomic_fetch_add(&job.next, 1, __ATOMIC_ACQ_REL);
-            if (g >= job.total) break;
-            unsigned group[3], dims[3];
-            group_of(g, job.n_groups, group);
-            for (int d = 0; d < 3; d++) {
-                unsigned rest = l->threads[d] - group[d] * l->group_size[d];
-                dims[d] = rest < l->group_size[d] ? rest : l->group_size[d];
-            }
-            w->group_linear = g;
-            w->groups_run++;
-            if (w->profile) msl_sim_profile_group(w);
-            if (msl_sim_run_group(w, group, dims, job.n_groups)) {
-                __atomic_store_n(&job.stop, 1, __ATOMIC_RELEASE);
-                break;
+        unsigned long long first, count;
+        while ((count = claim(&first))) {
+            for (unsigned long long k = first; k < first + count; k++) {
+                if (w->expired) {
+                    w->fault.signo = MSL_SIM_TIMER_SIGNAL;
+                    w->fault.addr = w->fault.pc = 0;
+                    w->fault.is_write = -1;
+                    classify_fault(w);
+                    __atomic_store_n(&job.stop, 1, __ATOMIC_RELEASE);
+                    goto out;
+                }
+                if (__atomic_load_n(&job.stop, __ATOMIC_ACQUIRE)) goto out;
+                unsigned long long g = job.hook.reverse ? job.total - 1 - k : k;
+                unsigned group[3], dims[3];
+                group_of(g, job.n_groups, group);
+                for (int d = 0; d < 3; d++) {
+                    unsigned rest = l->threads[d] - group[d] * l->group_size[d];
+                    dims[d] = rest < l->group_size[d] ? rest : l->group_size[d];
+                }
+                w->group_linear = g;
+                w->groups_run++;
+                if (w->profile) msl_sim_profile_group(w);
+                if (msl_sim_run_group(w, group, dims, job.n_groups)) {
+                    __atomic_store_n(&job.stop, 1, __ATOMIC_RELEASE);
+                    goto out;
+                }
             }
         }
     } else {
@@ -126,50 +217,112 @@ static void run_share(msl_sim_worker *w) {
         w->current = -1;
         __atomic_store_n(&job.stop, 1, __ATOMIC_RELEASE);
     }
+out:
     if (timed) msl_sim_timer_disarm();
     msl_sim_tls_worker = NULL;
+}
+
+static void leave(void) {
+    unsigned long long state = __atomic_sub_fetch(&job_state, 1, __ATOMIC_ACQ_REL);
+    if (!(state & JOB_OPEN) && (state & JOB_COUNT) == 0) {
+        __atomic_add_fetch(&left_word, 1, __ATOMIC_RELEASE);
+        futex_wake(&left_word);
+    }
+}
+
+/* One worker's share of a copy: blocks until none is left. */
+static void copy_share(void) {
+    unsigned long long first, count;
+    while ((count = claim(&first))) {
+        unsigned long start = (unsigned long)first * COPY_BLOCK;
+        unsigned long end = (unsigned long)(first + count) * COPY_BLOCK;
+        if (end > job.copy_size) end = job.copy_size;
+        memcpy(job.copy_dst + start, job.copy_src + start, end - start);
+    }
+}
+
+/* Joins the launch of `state` if it is open, has groups left and takes this worker. */
+static int try_join(msl_sim_worker *w, unsigned long long state) {
+    unsigned long long gen = state >> 32;
+    for (;;) {
+        if (state >> 32 != gen || !(state & JOB_OPEN)) return 0;
+        if (w->index >= __atomic_load_n(&job.n_workers, __ATOMIC_RELAXED)) return 0;
+        if (__atomic_compare_exchange_n(&job_state, &state, state + 1, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE))
+            break;
+    }
+    /* Inside: the launch's fields stay until this worker leaves. */
+    if (__atomic_load_n(&job.next, __ATOMIC_RELAXED) >= job.total) {
+        leave();
+        return 0;
+    }
+    __atomic_add_fetch(&joined, 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
+/* The state of a launch newer than generation `seen`: spin a while if `spin`, then sleep
+   until the caller wakes this thread. */
+static unsigned long long wait_for_launch(unsigned index, unsigned long long seen, int spin) {
+    unsigned long long state;
+    if (spin) {
+        __atomic_add_fetch(&spinning, 1, __ATOMIC_RELAXED);
+        unsigned long long until = msl_sim_now_ns() + POOL_SPIN_NS;
+        for (unsigned i = 1;; i++) {
+            state = __atomic_load_n(&job_state, __ATOMIC_ACQUIRE);
+            if (state >> 32 != seen || ((i & 63) == 0 && msl_sim_now_ns() > until)) break;
+            cpu_relax();
+        }
+        __atomic_sub_fetch(&spinning, 1, __ATOMIC_RELAXED);
+        if (state >> 32 != seen) return state;
+    }
+    for (;;) {
+        unsigned value = __atomic_load_n(&wake_word[index], __ATOMIC_ACQUIRE);
+        __atomic_store_n(&asleep[index], 1, __ATOMIC_SEQ_CST);
+        state = __atomic_load_n(&job_state, __ATOMIC_SEQ_CST);
+        if (state >> 32 != seen) break;
+        futex_wait(&wake_word[index], value);
+    }
+    __atomic_store_n(&asleep[index], 0, __ATOMIC_RELAXED);
+    return state;
+}
+
+static void sleep_ms(unsigned long ms) {
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000l};
+    nanosleep(&ts, NULL);
 }
 
 static void *pool_main(void *arg) {
     msl_sim_worker *w = arg;
     msl_sim_worker_signals(w);
     unsigned long long seen = 0;
+    int worked = 0;
     for (;;) {
-        pthread_mutex_lock(&lock);
-        for (;;) {
-            if (job.generation != seen) {
-                seen = job.generation;
-                if (w->index < job.n_workers) break;   /* else: a job without this worker */
-            }
-            pthread_cond_wait(&wake, &lock);
+        unsigned long long state = wait_for_launch(w->index, seen, worked);
+        seen = state >> 32;
+        worked = 0;
+        unsigned long delay = __atomic_load_n(&late_ms, __ATOMIC_RELAXED);
+        if (delay) {
+            sleep_ms(delay);
+            state = __atomic_load_n(&job_state, __ATOMIC_ACQUIRE);
+            seen = state >> 32;   /* a worker joins a launch once */
         }
-        pthread_mutex_unlock(&lock);
-        run_share(w);
-        pthread_mutex_lock(&lock);
-        if (++job.finished == job.n_workers) pthread_cond_signal(&done);
-        pthread_mutex_unlock(&lock);
+        if (try_join(w, state)) {
+            if (job.copy_size) copy_share();
+            else run_share(w);
+            leave();
+            worked = 1;
+        }
     }
     return NULL;
 }
 
 static void register_atfork(void) { pthread_atfork(NULL, NULL, forked_child); }
 
-static unsigned cpu_count(void) {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        int n = CPU_COUNT(&set);
-        if (n > 0) return (unsigned)n;
-    }
-    return 1;
-}
-
-/* MSLTRANS_SIM_THREADS: a positive integer, or unset/empty for every CPU. */
+/* MSLTRANS_SIM_THREADS: a positive integer, or unset/empty (0: the dispatch chooses). */
 static int worker_count(char *message, unsigned long size, unsigned *count) {
     const char *text = getenv("MSLTRANS_SIM_THREADS");
-    if (!text || !*text) {
-        *count = cpu_count();
-        return 0;
-    }
+    *count = 0;
+    if (!text || !*text) return 0;
     unsigned long n = 0;
     const char *p = text;
     for (; *p >= '0' && *p <= '9' && n < 100000; p++) n = n * 10 + (unsigned)(*p - '0');
@@ -224,22 +377,68 @@ static int check_launch(const msl_sim_launch *l, msl_sim_report *r) {
     return 0;
 }
 
-int msl_sim_dispatch(const msl_sim_launch *launch, msl_sim_report *report) {
-    memset(report, 0, sizeof *report);
+/* Opens the launch to workers 1..n-1 and wakes those that sleep. */
+static void open_launch(unsigned n_workers) {
+    unsigned long long gen = (__atomic_load_n(&job_state, __ATOMIC_RELAXED) >> 32) + 1;
+    __atomic_store_n(&joined, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&late_ms, job.hook.late_ms, __ATOMIC_RELAXED);
+    __atomic_store_n(&job.n_workers, n_workers, __ATOMIC_RELAXED);
+    __atomic_store_n(&job_state, gen << 32 | JOB_OPEN, __ATOMIC_SEQ_CST);
+    for (unsigned i = 1; i < n_workers; i++)
+        if (__atomic_load_n(&asleep[i], __ATOMIC_SEQ_CST)) {
+            __atomic_add_fetch(&wake_word[i], 1, __ATOMIC_RELEASE);
+            futex_wake(&wake_word[i]);
+        }
+}
+
+/* No group is left for anyone: close the launch, wait for the workers inside. */
+static void close_launch(void) {
+    unsigned long long state = __atomic_and_fetch(&job_state, ~JOB_OPEN, __ATOMIC_ACQ_REL);
+    if (!(state & JOB_COUNT)) return;
+    unsigned long long until = msl_sim_now_ns() + END_SPIN_NS;
+    for (unsigned i = 1; __atomic_load_n(&job_state, __ATOMIC_ACQUIRE) & JOB_COUNT; i++) {
+        if ((i & 63) == 0 && msl_sim_now_ns() > until) break;
+        cpu_relax();
+    }
+    for (;;) {
+        unsigned value = __atomic_load_n(&left_word, __ATOMIC_ACQUIRE);
+        if (!(__atomic_load_n(&job_state, __ATOMIC_ACQUIRE) & JOB_COUNT)) break;
+        futex_wait(&left_word, value);
+    }
+}
+
+/* Starts the pool threads up to n_workers; returns how many workers there are. */
+static unsigned start_pool(unsigned n_workers) {
+    static pthread_once_t atfork = PTHREAD_ONCE_INIT;
+    pthread_once(&atfork, register_atfork);
+    while (pool_started < n_workers) {
+        if (!worker(pool_started) ||
+            pthread_create(&pool[pool_started], NULL, pool_main, workers[pool_started]))
+            break;
+        pool_started++;
+    }
+    return n_workers > pool_started ? pool_started : n_workers;
+}
+
+static int dispatch(const msl_sim_launch *launch, msl_sim_report *report) {
+    job.copy_size = 0;
     if (check_launch(launch, report)) return report->kind;
     unsigned n_workers;
     if (worker_count(report->message, sizeof report->message, &n_workers) ||
-        msl_sim_cas_spurious_reset(report->message, sizeof report->message)) {
+        msl_sim_cas_spurious_reset(report->message, sizeof report->message) ||
+        msl_sim_dispatch_test(&job.hook, report->message, sizeof report->message)) {
         report->kind = MSL_SIM_ERR_LAUNCH;
         return report->kind;
     }
     if (launch->workers) n_workers = launch->workers;
-    if (msl_sim_cas_spurious_enabled() || launch->profile) n_workers = 1;
     unsigned long long total = 1;
     for (int d = 0; d < 3; d++) {
         job.n_groups[d] = (launch->threads[d] + launch->group_size[d] - 1) / launch->group_size[d];
         total *= job.n_groups[d];
     }
+    if (msl_sim_cas_spurious_enabled() || launch->profile || total == 1) n_workers = 1;
+    if (!n_workers)
+        n_workers = msl_sim_free_cores(__atomic_load_n(&spinning, __ATOMIC_RELAXED), &job.hook);
     if (n_workers > total) n_workers = (unsigned)total;
     if (n_workers > MSL_SIM_MAX_WORKERS) n_workers = MSL_SIM_MAX_WORKERS;
     for (unsigned i = 0; i < n_workers; i++) {
@@ -254,6 +453,7 @@ int msl_sim_dispatch(const msl_sim_launch *launch, msl_sim_report *report) {
             n_workers = i;   /* run on fewer workers */
             break;
         }
+        reset_worker(w);
     }
     if (msl_sim_profile_begin(launch, workers, n_workers)) {
         report->kind = MSL_SIM_ERR_LAUNCH;
@@ -271,23 +471,11 @@ int msl_sim_dispatch(const msl_sim_launch *launch, msl_sim_report *report) {
     job.stop = 0;
     job.deadline_ns = launch->timeout_ms ? msl_sim_now_ns() + launch->timeout_ms * 1000000ull : 0;
     msl_sim_signals_enter();
-    static pthread_once_t atfork = PTHREAD_ONCE_INIT;
-    pthread_once(&atfork, register_atfork);
-    pthread_mutex_lock(&lock);
-    while (pool_started < n_workers) {
-        if (pthread_create(&pool[pool_started], NULL, pool_main, workers[pool_started])) break;
-        pool_started++;
-    }
-    if (n_workers > pool_started) n_workers = pool_started;
-    job.n_workers = n_workers;
-    job.finished = 1;   /* worker 0 counts itself once it is done */
-    job.generation++;
-    if (n_workers > 1) pthread_cond_broadcast(&wake);
-    pthread_mutex_unlock(&lock);
+    n_workers = start_pool(n_workers);
+    open_launch(n_workers);
+    if (job.hook.caller_late_ms) sleep_ms(job.hook.caller_late_ms);
     run_share(workers[0]);
-    pthread_mutex_lock(&lock);
-    while (job.finished < n_workers) pthread_cond_wait(&done, &lock);
-    pthread_mutex_unlock(&lock);
+    close_launch();
     msl_sim_signals_leave();
     msl_sim_profile_end(workers, n_workers);
     msl_sim_coherence_end(workers, n_workers);
@@ -306,8 +494,46 @@ int msl_sim_dispatch(const msl_sim_launch *launch, msl_sim_report *report) {
         report->groups_run = groups_run;
         report->tg_static_bytes = tg_static;
     }
-    report->workers = n_workers;
+    report->workers = 1 + __atomic_load_n(&joined, __ATOMIC_RELAXED);
     return report->kind;
+}
+
+int msl_sim_dispatch(const msl_sim_launch *launch, msl_sim_report *report) {
+    memset(report, 0, sizeof *report);
+    pthread_mutex_lock(&job_lock);
+    int kind = dispatch(launch, report);
+    pthread_mutex_unlock(&job_lock);
+    return kind;
+}
+
+void msl_sim_copy(void *dst, const void *src, unsigned long size) {
+    char message[200];
+    unsigned n_workers;
+    pthread_mutex_lock(&job_lock);
+    if (msl_sim_dispatch_test(&job.hook, message, sizeof message))
+        memset(&job.hook, 0, sizeof job.hook);
+    if (worker_count(message, sizeof message, &n_workers)) n_workers = 1;
+    if (!n_workers)
+        n_workers = msl_sim_free_cores(__atomic_load_n(&spinning, __ATOMIC_RELAXED), &job.hook);
+    if (n_workers > size / COPY_PER_WORKER) n_workers = (unsigned)(size / COPY_PER_WORKER);
+    if (n_workers > MSL_SIM_MAX_WORKERS) n_workers = MSL_SIM_MAX_WORKERS;
+    if (n_workers <= 1) {
+        pthread_mutex_unlock(&job_lock);
+        memcpy(dst, src, size);
+        return;
+    }
+    job.hook.chunk = 1;
+    job.hook.reverse = 0;
+    job.copy_dst = dst;
+    job.copy_src = src;
+    job.copy_size = size;
+    job.total = (size + COPY_BLOCK - 1) / COPY_BLOCK;
+    job.next = 0;
+    open_launch(start_pool(n_workers));
+    copy_share();
+    close_launch();
+    job.copy_size = 0;
+    pthread_mutex_unlock(&job_lock);
 }
 
 int msl_sim_abi_version(void) { return MSL_SIM_ABI_VERSION; }

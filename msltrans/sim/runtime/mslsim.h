@@ -87,6 +87,9 @@ void *msl_sim_map_guarded(unsigned long size, unsigned long align, void **map_ba
                           unsigned long *map_len);
 void msl_sim_unmap(void *map_base, unsigned long map_len);
 int msl_sim_abi_version(void);
+/* memcpy of non-overlapping memory on the dispatch's workers (as many as a dispatch would
+   use now, one for each MB at most). */
+void msl_sim_copy(void *dst, const void *src, unsigned long size);
 /* Reads MSLTRANS_SIM_CAS_SPURIOUS and restarts its count (each dispatch); -1 + message if
    the value is invalid. */
 int msl_sim_cas_spurious_reset(char *message, unsigned long size);

@@ -260,6 +260,18 @@ void msl_sim_coherence_end(msl_sim_worker **workers, unsigned n);
 void msl_sim_coherence_access(msl_sim_worker *w, uintptr_t addr, unsigned long size, int write,
                               uintptr_t pc);
 
+/* cores.c */
+typedef struct msl_sim_dispatch_hook {
+    unsigned long chunk;              /* threadgroups a claim takes (0: the dispatch's choice) */
+    unsigned long late_ms;            /* pool workers wait this long after being woken */
+    unsigned long caller_late_ms;     /* the caller waits this long after opening a launch */
+    unsigned long running;            /* runnable threads to assume (0: /proc/loadavg's) */
+    int reverse;                      /* claims run from the last threadgroup down */
+} msl_sim_dispatch_hook;
+unsigned msl_sim_cores(void);
+unsigned msl_sim_free_cores(unsigned spinning, const msl_sim_dispatch_hook *hook);
+int msl_sim_dispatch_test(msl_sim_dispatch_hook *hook, char *message, unsigned long size);
+
 /* cas_spurious.c */
 int msl_sim_cas_spurious_enabled(void);
 /* Lanes mode: a multiply-accumulate that lanes of its simdgroup will not reach (they
