@@ -77,3 +77,13 @@ def test_gemm_threadgroup_bytes_are_the_operand_tiles_need(rows: dict) -> None:
     for name, r in gemms.items():
         assert r["tg bytes"] == r["operands"], name
 
+
+
+def test_attention_backward_leaves_threadgroup_headroom(rows: dict) -> None:
+    """Tutorial 06's backward (table 1b), d64 and d128, causal and not: at most 3/4 of Metal's
+    32 KB (d64: its dots' operand tiles; d128: register-path dots whose operand conversions
+    move 128x128 fp16 in two passes of 16 KB)."""
+    backward = {name: r for name, r in rows.items() if "flash_attn_bwd" in name}
+    assert len(backward) == 4
+    for name, r in backward.items():
+        assert r["tg bytes"] <= 24 * 1024, name
