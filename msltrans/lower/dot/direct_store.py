@@ -163,13 +163,14 @@ def plan(em: Emitter, loop: Op, result: Value, p: SimdPlan, batch: int) -> Direc
         return None
     store = user[0]
     if len(store.operands) not in (2, 3) or store.attrs.get("isVolatile") \
-            or store.attrs.get("boundaryCheck"):
-        return None
+            or store.attrs.get("boundaryCheck") \
+            or not all(isinstance(v.type, TensorType) for v in store.operands):
+        return None  # (a scalar mask: the staged epilogue)
     block = _block_of(em, loop)
     if block is None or not any(op is store for op in block.ops):
         return None  # the matrices are declared in the loop's block: the store must be there
     enc = linear_encoding(ll)
-    found = _chain(em, [v for v in store.operands if v is not value], enc)
+    found = _chain(em, [v for v in store.operands if v.id != value.id], enc)
     if found is None:
         return None
     chain, targets = found
