@@ -92,6 +92,9 @@ class Emitter:
     # Value id -> the layout the value takes instead of its type's, while a chain of ops is
     # emitted a second time in another layout (`relaid`; lower/dot/direct_store.py).
     layout_overrides: dict[int, LayoutRef] = field(default_factory=dict)
+    # id(op) of ops another op emits later in its place (emit_op writes only a comment
+    # where they stand; lower/dot/direct_store.py)
+    deferred_ops: set[int] = field(default_factory=set)
     # Op families' own state (`family`): its class -> the one instance.
     families: dict[type, object] = field(default_factory=dict)
     _indent: int = field(default=1, init=False)
@@ -354,6 +357,9 @@ class Emitter:
             for check in checks():  # e.g. fp8 is storage only (ops_fp8.guard)
                 check(self, op)
             self.line(f"// {op.name}  {op.loc.short()}")
+            if id(op) in self.deferred_ops:
+                self.line("// emitted later, where its only consumer is lowered")
+                return
             fn(self, op)
         finally:
             self.op = outer

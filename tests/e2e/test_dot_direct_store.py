@@ -38,21 +38,27 @@ def _reference(acc: np.ndarray, out: str) -> np.ndarray:
 
 
 def _run(m: int, n: int, k: int, dtype: str, out: str, blocks: tuple[int, int, int],
-         warps: int, masked: bool, staged: bool):
+         warps: int, masked: bool, staged: bool, bias: bool = False):
+    """(program, C, the fp32 accumulator it rounds: the in-order chain, plus the bias and
+    times 0.5 when `bias`, each one fp32 rounding)."""
     a, b = randn((m, k), dtype, 7), randn((k, n), dtype, 8)
+    col_bias = randn((n,), "float32", 9)
     c = np.full((m, n), 0x7E00 if out != "float32" else np.nan, OUT[out])  # NaN-poisoned
-    sig = {"a_ptr": TRITON_PTR[dtype], "b_ptr": TRITON_PTR[dtype], "c_ptr": TRITON_PTR[out]}
+    sig = {"a_ptr": TRITON_PTR[dtype], "b_ptr": TRITON_PTR[dtype], "c_ptr": TRITON_PTR[out],
+           "bias_ptr": "*fp32"}
     sig.update(dict.fromkeys(INT_ARGS, "i32"))
     bm, bn, bk = blocks
+    consts = dict(BM=bm, BN=bn, BK=bk, GROUP_M=2, MASKED=masked, BIAS=bias)
     if staged:
         with staged_epilogue():
-            program = compile_with(matmul_store_kernel, sig, warps, BM=bm, BN=bn, BK=bk,
-                                   GROUP_M=2, MASKED=masked)
+            program = compile_with(matmul_store_kernel, sig, warps, **consts)
     else:
-        program = compile_with(matmul_store_kernel, sig, warps, BM=bm, BN=bn, BK=bk, GROUP_M=2,
-                               MASKED=masked)
-    run(program, (-(-m // bm) * -(-n // bn),), a, b, c, m, n, k, k, 1, n, 1, n, 1)
-    return program, c, chain(as_f32(a, dtype), as_f32(b, dtype))
+        program = compile_with(matmul_store_kernel, sig, warps, **consts)
+    run(program, (-(-m // bm) * -(-n // bn),), a, b, c, col_bias, m, n, k, k, 1, n, 1, n, 1)
+    acc = chain(as_f32(a, dtype), as_f32(b, dtype))
+    if bias:
+        acc = (acc + col_bias[None, :]) * np.float32(0.5)
+    return program, c, acc
 
 
 CASES = [  # (M, N, K, in, out, blocks, warps, masked)
@@ -80,15 +86,31 @@ def test_direct_store_bits(m: int, n: int, k: int, dtype: str, out: str,
     assert same_bits(c, staged_c)
 
 
+@pytest.mark.parametrize(("m", "n", "out"), [(64, 64, "float16"), (90, 70, "bfloat16"),
+                                             (45, 40, "float32")])
+def test_direct_store_with_an_epilogue(m: int, n: int, out: str) -> None:
+    """A bias load and a scale between the loop and the store (an Inductor GEMM template's
+    epilogue): the bias chain is computed again in the fragments' layout, the add and the
+    multiply run there, bits as the staged epilogue and the fp32 reference."""
+    program, c, acc = _run(m, n, 48, "float16", out, (32, 32, 16), 4, True, staged=False,
+                           bias=True)
+    assert dot_stats(program)[0]["epilogue"] == "direct"
+    assert same_bits(c, _reference(acc, out))
+    staged_program, staged_c, _ = _run(m, n, 48, "float16", out, (32, 32, 16), 4, True,
+                                       staged=True, bias=True)
+    assert dot_stats(staged_program)[0]["epilogue"] == "staged"
+    assert same_bits(c, staged_c)
+
+
 def test_direct_store_code() -> None:
     """Barriers only in the K loop; the store's accesses are the fragments' pairs (one 4-byte
     access each where a launch's specialisation proves the pointers aligned), one branch per
     thread choosing the unmasked stores."""
-    args = dict(a_ptr=Arg("*fp16"), b_ptr=Arg("*fp16"), c_ptr=Arg("*fp16"))
+    args = dict(a_ptr=Arg("*fp16"), b_ptr=Arg("*fp16"), c_ptr=Arg("*fp16"), bias_ptr=Arg("*fp32"))
     args.update({name: Arg("i32", 1 if name in ("sa_k", "sb_n", "sc_n") else 4096)
                  for name in INT_ARGS})
     program = compile_specialised(matmul_store_kernel, args, dict(
-        BM=64, BN=64, BK=32, GROUP_M=8, MASKED=True), 4)
+        BM=64, BN=64, BK=32, GROUP_M=8, MASKED=True, BIAS=False), 4)
     src = program.source
     tail = src[src.index("direct epilogue"):]
     assert "threadgroup_barrier" not in tail and "simdgroup_store" not in tail
