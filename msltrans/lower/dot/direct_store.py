@@ -45,7 +45,7 @@ from msltrans.lower.registry import lowering_of
 # for any layout pair Triton gives them, and loads (only off the accumulator's own path).
 _TT_ELEMENTWISE = {
     "tt.addptr", "tt.bitcast", "tt.fp_to_fp", "tt.clampf", "tt.precise_sqrt",
-    "tt.precise_divf", "tt.mulhiui", "tt.extern_elementwise",
+    "tt.precise_divf", "tt.mulhiui",
 }
 _SHAPE = {"ttg.convert_layout", "tt.broadcast", "tt.expand_dims"}
 _ROOTS = {"tt.make_range", "tt.splat", "arith.constant"}
