@@ -24,6 +24,11 @@ into buffers under 2 GB, integers divisible by 16, integers equal to 1 as consta
   unpadded    tt.dot operand tiles staged without the 16-byte row padding (bank-conflict
               prone; `pad=no` on the lowering's `// msltrans-dot:` line)
 
+Table 1b, kernels too large for the simulator build of table 1 (tutorial 06's backward),
+from their MSL alone: tg bytes, largest dot (the most operand bytes one dot stages: these
+dots take turns in one region), headroom (bytes left of Metal's 32 KB) and the dots' paths;
+tg bytes is checked against the baseline like table 1's.
+
 Table 2, tt.dot kernels on the path the lowering picks and on the forced fallbacks:
 
   path        the dot path (fragment | simdgroup | registers | scratch), from the lowering's own
@@ -48,7 +53,7 @@ bytes in 16-byte accesses at run time (benchmarks/codegen_ragged.py says how).
 
     python -m benchmarks.codegen_stats                 # all three tables
     python -m benchmarks.codegen_stats --ragged-only   # table 3
-    python -m benchmarks.codegen_stats --check         # exit 1 on a regression of table 1
+    python -m benchmarks.codegen_stats --check         # exit 1 on a regression of 1 / 1b
     python -m benchmarks.codegen_stats --write-baseline  # after an intended change
 """
 
@@ -61,10 +66,12 @@ from typing import Any
 from benchmarks.codegen_ragged import rows_table as ragged_rows
 from benchmarks.codegen_workloads import (
     BASELINE,
+    BUDGET,
     WORKLOADS,
     check,
     load_baseline,
     measure,
+    measure_budget,
     operand_bytes,
     write_baseline,
 )
@@ -193,6 +200,10 @@ def workload_rows() -> dict[str, dict[str, Any]]:
     return {name: measure(build(), k_step_text, register_words) for name, build in WORKLOADS}
 
 
+def budget_rows() -> dict[str, dict[str, Any]]:
+    return {name: measure_budget(build()) for name, build in BUDGET}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--check", action="store_true", help="fail on a regression of table 1")
@@ -205,6 +216,10 @@ def main() -> int:
         return 0
     work = workload_rows()
     _print([{"kernel": name, **r} for name, r in work.items()])
+    budget = budget_rows()
+    print()
+    _print([{"kernel": name, **r} for name, r in budget.items()])
+    work.update(budget)
     if a.write_baseline:
         write_baseline(work)
         print(f"wrote {BASELINE}")

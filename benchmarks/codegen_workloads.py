@@ -16,6 +16,7 @@ from typing import Any
 from benchmarks.proxy import kernels as K
 from benchmarks.proxy.specialise import Arg, compile_specialised
 from benchmarks.sim_stack import stack_facts
+from msltrans.abi.limits import THREADGROUP_MEMORY_BYTES
 from msltrans.lower import MslProgram
 
 BASELINE = Path(__file__).with_name("codegen_baseline.json")
@@ -70,6 +71,22 @@ def _tutorial_attention(head: int, causal: bool, bm: int = 64) -> Callable[[], M
     return build
 
 
+def _tutorial_backward(head: int, causal: bool) -> Callable[[], MslProgram]:
+    """The tutorial-06-shaped backward (msltrans/workloads/attention.py, tutorial block sizes:
+    dK/dV of 128 keys against 32-query steps, then dQ of 128 queries against 32-key steps)."""
+    def build() -> MslProgram:
+        from msltrans.workloads.attention import flash_attn_bwd
+
+        args = dict(q_ptr=P16, k_ptr=P16, v_ptr=P16, sm_scale=Arg("fp32", 0.125), do_ptr=P16,
+                    dq_ptr=P16, dk_ptr=P16, dv_ptr=P16, lse_ptr=P32, delta_ptr=P32,
+                    stride_z=_i(16 * 1024 * head), stride_h=_i(1024 * head),
+                    stride_tok=_i(head), stride_d=_i(1), H=_i(16), N_CTX=_i(1024))
+        return compile_specialised(flash_attn_bwd, args, dict(
+            BLOCK_M1=32, BLOCK_N1=128, BLOCK_M2=128, BLOCK_N2=32, SLICE=2, HEAD_DIM=head,
+            CAUSAL=causal), 4)
+    return build
+
+
 WORKLOADS: list[tuple[str, Callable[[], MslProgram]]] = [
     ("01 vector add fp32 w4", lambda: compile_specialised(
         K.vadd, dict(a_ptr=P32, b_ptr=P32, out_ptr=P32, n=_i(1 << 20)), dict(BLOCK=1024), 4)),
@@ -81,6 +98,9 @@ WORKLOADS: list[tuple[str, Callable[[], MslProgram]]] = [
     ("03 matmul fp32 64x64x32 w4", _matmul(P32, 64, 64, 32, 4)),
     ("03 matmul fp16 128x64x32 w4", _matmul(P16, 128, 64, 32, 4)),
     ("03 matmul fp16 128x128x32 w8", _matmul(P16, 128, 128, 32, 8)),
+    ("03 matmul fp32 128x64x32 w4", _matmul(P32, 128, 64, 32, 4)),
+    # fp32 128x128 at BK 32 would fill 32 KB only unpadded: the proxy's row takes BK 16
+    ("03 matmul fp32 128x128x16 w8", _matmul(P32, 128, 128, 16, 8)),
     ("05 layer norm fwd fp16 w8", _layer_norm(P16)),
     ("05 layer norm fwd fp32 w8", _layer_norm(P32)),
     ("attention fwd fp16 d64 64x32 w4", _attention(64, 64, 32, 4, False)),
@@ -97,6 +117,28 @@ WORKLOADS: list[tuple[str, Callable[[], MslProgram]]] = [
         K.row_sums, dict(x_ptr=P32, out_ptr=P32, stride=_i(4096), cols=_i(4096)),
         dict(ROWS=4, BLOCK=1024), 4)),
 ]
+
+
+# Threadgroup budget rows: kernels measured from their MSL alone (no simulator build: the
+# backward's clang -O2 build takes minutes), threadgroup bytes checked like table 1's.
+BUDGET: list[tuple[str, Callable[[], MslProgram]]] = [
+    ("06 flash_attn_bwd fp16 d64", _tutorial_backward(64, False)),
+    ("06 flash_attn_bwd fp16 d64 causal", _tutorial_backward(64, True)),
+    ("06 flash_attn_bwd fp16 d128", _tutorial_backward(128, False)),
+    ("06 flash_attn_bwd fp16 d128 causal", _tutorial_backward(128, True)),
+]
+_PATH_RE = re.compile(r"// msltrans-dot: path=(\w+)")
+
+
+def measure_budget(program: MslProgram) -> dict[str, Any]:
+    """Threadgroup bytes, the largest operand tiles one dot stages (the dots of these kernels
+    take turns in one region), the headroom under Metal's 32 KB and the dots' paths (each
+    distinct path once, in order of first use)."""
+    paths = list(dict.fromkeys(_PATH_RE.findall(program.source)))
+    largest = max((int(b) for b in _OPERAND_RE.findall(program.source)), default=0)
+    return {"tg bytes": program.shared_bytes, "largest dot": largest or "-",
+            "headroom": THREADGROUP_MEMORY_BYTES - program.shared_bytes,
+            "paths": "+".join(paths)}
 
 
 _DOT_RE = re.compile(r"^\s*// tt\.dot(?:_scaled)?\s+(\S+)", re.M)
@@ -170,5 +212,5 @@ def load_baseline() -> dict[str, dict[str, Any]]:
 
 
 def write_baseline(rows: dict[str, dict[str, Any]]) -> None:
-    keep = {name: {k: r[k] for k in CHECKED} for name, r in rows.items()}
+    keep = {name: {k: r[k] for k in CHECKED if k in r} for name, r in rows.items()}
     BASELINE.write_text(json.dumps(keep, indent=1, sort_keys=True) + "\n")

@@ -7,8 +7,9 @@ and write results through `elementwise`, `declare` + lines, or `render` of a mac
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import NoReturn, TypeVar, cast
 
@@ -88,6 +89,12 @@ class Emitter:
     offset_base: dict[int, str] = field(default_factory=dict)
     # ... and the addresses among them emitted as (argument + base) + offset.
     split_address: dict[int, tuple[Value, Value]] = field(default_factory=dict)
+    # Value id -> the layout the value takes instead of its type's, while a chain of ops is
+    # emitted a second time in another layout (`relaid`; lower/dot/direct_store.py).
+    layout_overrides: dict[int, LayoutRef] = field(default_factory=dict)
+    # id(op) of ops another op emits later in its place (emit_op writes only a comment
+    # where they stand; lower/dot/direct_store.py)
+    deferred_ops: set[int] = field(default_factory=set)
     # Op families' own state (`family`): its class -> the one instance.
     families: dict[type, object] = field(default_factory=dict)
     _indent: int = field(default=1, init=False)
@@ -129,6 +136,23 @@ class Emitter:
         self._names[v.id] = name
         self._used.add(name)
 
+    @contextlib.contextmanager
+    def relaid(self, layouts: dict[Value, LayoutRef]) -> Iterator[None]:
+        """Emit ops again with these values in other layouts: inside, `layout(v)` is the
+        given one and the values' names are whatever the re-emission binds; after, both are
+        as before (the values keep their first names and layouts)."""
+        saved = {v.id: self._names.get(v.id) for v in layouts}
+        self.layout_overrides.update({v.id: ref for v, ref in layouts.items()})
+        try:
+            yield
+        finally:
+            for vid, name in saved.items():
+                self.layout_overrides.pop(vid, None)
+                if name is None:
+                    self._names.pop(vid, None)
+                else:
+                    self._names[vid] = name
+
     def name(self, v: Value) -> str:
         if v.id not in self._names:
             self.fail(f"value %{v.id} ({v.name or 'unnamed'}) used before it is defined")
@@ -155,6 +179,8 @@ class Emitter:
     def layout(self, v: Value) -> LayoutRef:
         if not isinstance(v.type, TensorType):
             self.fail(f"value {v.name or v.id} is not a tensor")
+        if v.id in self.layout_overrides:
+            return self.layout_overrides[v.id]
         try:
             return self.layouts.of(v.type)
         except MetalNonRecoverableError as e:
@@ -331,6 +357,9 @@ class Emitter:
             for check in checks():  # e.g. fp8 is storage only (ops_fp8.guard)
                 check(self, op)
             self.line(f"// {op.name}  {op.loc.short()}")
+            if id(op) in self.deferred_ops:
+                self.line("// emitted later, where its only consumer is lowered")
+                return
             fn(self, op)
         finally:
             self.op = outer

@@ -166,3 +166,37 @@ def batched_k_loop_kernel(a_ptr, b_ptr, out_ptr, K, B: tl.constexpr, M: tl.const
         b = tl.load(b_ptr + rb * K * N + (k0 + rkb) * N + rn)
         acc = tl.dot(a, b, acc)
     tl.store(out_ptr + rb * M * N + rm * N + rn, acc)
+
+
+@triton.jit
+def matmul_store_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, sa_m, sa_k, sb_k, sb_n, sc_m,
+                        sc_n, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                        GROUP_M: tl.constexpr, MASKED: tl.constexpr, BIAS: tl.constexpr):
+    """matmul_f32_kernel storing the accumulator as c_ptr's element type (fp32, fp16 or bf16:
+    one round-to-nearest-even rounding), under the bounds mask or (MASKED false: M and N
+    multiples of the block) none, after adding a per-column fp32 bias and scaling by 0.5
+    when BIAS: the resident epilogue's stores (lower/dot/direct_store.py)."""
+    tile_m, tile_n = grouped_tile(tl.program_id(axis=0), M, N, BM, BN, GROUP_M)
+    a_rows = (tile_m * BM + tl.arange(0, BM)) % M
+    b_cols = (tile_n * BN + tl.arange(0, BN)) % N
+    kk = tl.arange(0, BK)
+    a_at = a_ptr + (a_rows[:, None] * sa_m + kk[None, :] * sa_k)
+    b_at = b_ptr + (kk[:, None] * sb_k + b_cols[None, :] * sb_n)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for step in range(0, tl.cdiv(K, BK)):
+        k_left = K - step * BK
+        a = tl.load(a_at, mask=kk[None, :] < k_left, other=0.0)
+        b = tl.load(b_at, mask=kk[:, None] < k_left, other=0.0)
+        acc = tl.dot(a, b, acc, input_precision="ieee")
+        a_at += BK * sa_k
+        b_at += BK * sb_k
+    c_rows = tile_m * BM + tl.arange(0, BM)
+    c_cols = tile_n * BN + tl.arange(0, BN)
+    c_at = c_ptr + sc_m * c_rows[:, None] + sc_n * c_cols[None, :]
+    if BIAS:
+        acc = (acc + tl.load(bias_ptr + c_cols, mask=c_cols < N, other=0.0)[None, :]) * 0.5
+    if MASKED:
+        tl.store(c_at, acc.to(c_ptr.dtype.element_ty),
+                 mask=(c_rows[:, None] < M) & (c_cols[None, :] < N))
+    else:
+        tl.store(c_at, acc.to(c_ptr.dtype.element_ty))

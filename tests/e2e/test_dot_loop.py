@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import torch
 
+from msltrans.lower.dot.direct_store import staged_epilogue
 from msltrans.workloads.dot_kernels import attention_like_kernel, matmul_f32_kernel
 from msltrans.workloads.grouped_matmul import grouped_matmul_kernel
 from tests.e2e.dot_support import TRITON_PTR, chain, compile_with, dot_stats, randn, run, same_bits
@@ -81,11 +82,14 @@ def test_grouped_matmul(dtype: str, shape: tuple[int, int, int], blocks: tuple[i
 def test_epilogue_passes_in_the_operand_region(dtype: str, shape: tuple[int, int, int],
                                                blocks: tuple[int, int, int], num_warps: int,
                                                passes: int) -> None:
-    """The resident accumulator leaves the loop through the A/B region in row passes (no
-    threadgroup memory beyond the operands'), edge tiles masked: bits of the in-order chain."""
+    """The staged epilogue (what runs where the store cannot take the fragments directly:
+    lower/dot/direct_store.py): the resident accumulator leaves the loop through the A/B
+    region in row passes (no threadgroup memory beyond the operands'), edge tiles masked:
+    bits of the in-order chain."""
     m, n, k = shape
-    program, c, fa, fb = _matmul(grouped_matmul_kernel, m, n, k, dtype, blocks, num_warps,
-                                 "auto", np.float16, EPILOGUE="")
+    with staged_epilogue():
+        program, c, fa, fb = _matmul(grouped_matmul_kernel, m, n, k, dtype, blocks, num_warps,
+                                     "auto", np.float16, EPILOGUE="")
     (stats,) = dot_stats(program)
     assert stats["c"] == "resident" and int(stats["passes"]) == passes
     assert program.shared_bytes == int(stats["scratch_bytes"])   # the operands' own need

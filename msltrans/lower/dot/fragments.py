@@ -61,14 +61,39 @@ def fragment_layout(m: int, n: int, warps: int) -> LinearLayout:
     return LinearLayout((m, n), tuple(reg), _LANE_BASES, tuple(warp))
 
 
-def fragment_encoding(m: int, n: int, warps: int) -> str:
-    ll = fragment_layout(m, n, warps)
-
+def linear_encoding(ll: LinearLayout) -> str:
+    """`ll` (2-D) as the text of a Triton `#ttg.linear` encoding."""
     def bases(bs: tuple[tuple[int, ...], ...]) -> str:
         return "[" + ", ".join(f"[{a}, {b}]" for a, b in bs) + "]"
 
     return (f"#ttg.linear<{{register = {bases(ll.reg)}, lane = {bases(ll.lane)}, "
             f"warp = {bases(ll.warp)}, block = []}}>")
+
+
+def fragment_encoding(m: int, n: int, warps: int) -> str:
+    return linear_encoding(fragment_layout(m, n, warps))
+
+
+def unit_layout(tm: int, tn: int, units_n: int, units: int, warps: int) -> LinearLayout | None:
+    """The register layout of a resident K loop's accumulators (simdgroup.py's 2-D grid of
+    units, batch 1): register 2*(j + tn*(i + tm*s)) + e is element e of tile (i, j) of unit
+    w + s*warps, the unit at row (u / units_n)*8*tm, column (u % units_n)*8*tn. None unless
+    every count is a power of two and every simdgroup has a unit in every slot."""
+    slots = units // warps
+    counts = (tm, tn, units_n, units, warps, slots)
+    if any(c < 1 or c & (c - 1) for c in counts) or units % warps or units < units_n:
+        return None
+    cols = _log2(units_n)
+
+    def unit_bit(b: int) -> tuple[int, int]:
+        return (0, (8 * tn) << b) if b < cols else ((8 * tm) << (b - cols), 0)
+
+    reg = [(0, 1)] + [(0, 8 << t) for t in range(_log2(tn))] + \
+        [(8 << t, 0) for t in range(_log2(tm))] + \
+        [unit_bit(_log2(warps) + b) for b in range(_log2(slots))]
+    warp = [unit_bit(b) for b in range(_log2(warps))]
+    shape = (8 * tm * (units // units_n), 8 * tn * units_n)
+    return LinearLayout(shape, tuple(reg), _LANE_BASES, tuple(warp))
 
 
 def is_fragment(ll: LinearLayout, m: int, n: int, warps: int) -> bool:

@@ -21,7 +21,8 @@ Paths (one module each in this package; choose.py picks):
  (a') scratch.py: the chain reading A and B from threadgroup memory;
  (b) simdgroup.py: simdgroup_matrix 8x8 tiles for float dots with M, N, K multiples of 8,
      A and B staged in padded threadgroup tiles (staging.py); resident.py keeps a K loop's
-     accumulator in simdgroup matrices across the loop.
+     accumulator in simdgroup matrices across the loop, and direct_store.py stores it from
+     them straight to device memory where the loop's result only reaches one tt.store.
  (c) fragment_mma.py: the same 8x8 tiles when the result's layout is the simdgroup
      fragment layout (fragments.py decides that for the whole kernel): C, D and an A that
      comes from another dot's fragments stay in registers.

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir.model import Op, Value
-from msltrans.lower.dot import staging
+from msltrans.lower.dot import direct_store, staging
 from msltrans.lower.dot.choose import choose
 from msltrans.lower.dot.info import DotInfo, check, render
 from msltrans.lower.dot.simdgroup import (
@@ -124,17 +124,26 @@ class ResidentLoop:
     """The resident accumulators of one scf.for being emitted (ops_scf's handle)."""
 
     loop: Op | None = None
-    members: list[tuple[Resident, str, str]] = field(default_factory=list)  # (r, mats, carried)
+    # (r, its matrices, the carried variable, its direct store or None)
+    members: list[tuple[Resident, str, str, direct_store.DirectStore | None]] = \
+        field(default_factory=list)
 
     @property
     def indices(self) -> set[int]:
         """Iter args the loop must not copy in: the prologue initialised their matrices."""
-        return {r.index for r, _, _ in self.members}
+        return {r.index for r, _, _, _ in self.members}
 
     def leave(self, em: Emitter) -> None:
         """After the loop: matrices -> scratch -> the loop result's registers (in row
-        passes when C does not fit at once)."""
-        for r, mats, carried in self.members:
+        passes when C does not fit at once), or nothing here when the store takes the
+        matrices straight to device memory (direct_store.py)."""
+        for r, mats, carried, direct in self.members:
+            if direct is not None:
+                em.line(f"// resident accumulator {mats}: stored from its fragments by the "
+                        "tt.store below")
+                direct_store.defer(em, direct, mats)
+                _active(em).pop(r.info.out.id, None)
+                continue
             # The result's only use re-lays it out (e.g. for a coalesced store): read it
             # back in that layout directly, one trip through scratch instead of two.
             convert, narrow = self._only_convert(em, r)
@@ -214,18 +223,21 @@ def enter_loop(em: Emitter, loop: Op, carried: list[str]) -> ResidentLoop:
                                                          store=False, acc=mats, rows=rows))
                 em.indent(-1)
                 em.line("}")
-        handle.members.append((r, mats, carried[r.index]))
-        _active(em)[r.info.out.id] = (r, mats, carried[r.index])
+        direct = direct_store.plan(em, loop, loop.results[r.index], p, r.info.batch)
+        handle.members.append((r, mats, carried[r.index], direct))
+        _active(em)[r.info.out.id] = (r, mats, carried[r.index], direct)
     return handle
 
 
-def resident_step(em: Emitter, op: Op) -> tuple[Resident, str, str] | None:
-    """(accumulator, its matrices, the carried variable) of tt.dot `op`, when its loop keeps
-    the accumulator resident."""
+def resident_step(em: Emitter, op: Op
+                  ) -> tuple[Resident, str, str, direct_store.DirectStore | None] | None:
+    """(accumulator, its matrices, the carried variable, its direct store) of tt.dot `op`,
+    when its loop keeps the accumulator resident."""
     return _active(em).get(op.results[0].id)
 
 
-def emit_step(em: Emitter, info: DotInfo, r: Resident, mats: str, carried: str) -> None:
+def emit_step(em: Emitter, info: DotInfo, r: Resident, mats: str, carried: str,
+              direct: direct_store.DirectStore | None) -> None:
     """One K step: stage A and B, multiply into the loop's matrices. The dot's result names
     the carried variable, so the loop's yield copies nothing (its registers are stale inside
     the loop; nothing reads them: the pattern proves it)."""
@@ -234,7 +246,8 @@ def emit_step(em: Emitter, info: DotInfo, r: Resident, mats: str, carried: str) 
     L_o = em.layout(info.out)
     em.bind(info.out, carried)
     items = dict(stats(info, p, L_o.regs))
-    items.update(scratch_bytes=p.ab_bytes, barriers=2, c="resident", passes=r.passes)
+    items.update(scratch_bytes=p.ab_bytes, barriers=2, c="resident",
+                 passes=r.passes, epilogue="direct" if direct else "staged")
     render(em, "stats", items=list(items.items()))
     em.line("{")
     em.indent(1)

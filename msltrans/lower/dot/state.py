@@ -47,6 +47,9 @@ class DotState:
     resident: dict[int, Any] = field(default_factory=dict)
     prelowered: set[int] = field(default_factory=set)  # converts already produced
     tiles: TileArena = field(default_factory=TileArena)
+    # id(tt.store op) -> (direct_store.DirectStore, the accumulator matrices) for the stores
+    # a resident loop's epilogue does straight from its fragments
+    direct: dict[int, Any] = field(default_factory=dict)
 
 
 def prelower(em: Emitter, convert: Op) -> None:

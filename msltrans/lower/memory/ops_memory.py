@@ -11,6 +11,7 @@ from __future__ import annotations
 from msltrans.ir.model import Op, Value
 from msltrans.ir.types import PointerType, ScalarType
 from msltrans.lower import msl_types
+from msltrans.lower.dot import direct_store
 from msltrans.lower.emitter import LANE, REG, TID, WARP, Emitter
 from msltrans.lower.layout_table import LayoutRef
 from msltrans.lower.memory import align_keys, ops_volatile, run_bounds, vector_access
@@ -94,6 +95,8 @@ def load(em: Emitter, op: Op) -> None:
 @lowers("tt.store")
 def store(em: Emitter, op: Op) -> None:
     _check_memory_attrs(em, op)
+    if direct_store.take(em, op):  # a resident dot's result, stored from its fragments
+        return
     ptr, value = op.operands[0], op.operands[1]
     mask = op.operands[2] if len(op.operands) > 2 else None
     if not em.is_tensor(ptr):

@@ -3,7 +3,6 @@ otherwise through threadgroup scratch (owners write row-major, barrier, all read
 
 from __future__ import annotations
 
-from msltrans.abi.limits import THREADGROUP_MEMORY_BYTES
 from msltrans.ir.model import Op, Value
 from msltrans.ir.types import TensorType
 from msltrans.layout import gather_registers
@@ -26,9 +25,11 @@ def convert_through_scratch(em: Emitter, src: Value, out: Value) -> None:
     # cast back to their MSL pointer type on the way out.
     stype, wcast, rcast = ("ulong", "(ulong)", f"({c})") if c.endswith("*") else (c, "", "")
     numel, size = src.type.numel, _BYTES[stype]
-    # Whole tensor when it fits in 32 KB; else passes over flat-index ranges of 16 KB,
-    # leaving room for other threadgroup users.
-    chunk = numel if numel * size <= THREADGROUP_MEMORY_BYTES else SCRATCH_CHUNK_BYTES // size
+    # Whole tensor when it fits in half of the threadgroup memory; else passes over
+    # flat-index ranges of 16 KB, leaving the other half to other threadgroup users (a
+    # register-path dot operand of 128x128 fp16 would otherwise take all 32 KB: tutorial 06's
+    # backward at d128).
+    chunk = numel if numel * size <= SCRATCH_CHUNK_BYTES else SCRATCH_CHUNK_BYTES // size
     scratch = em.need_scratch(chunk * size)
     L_src, L_out = em.layout(src), em.layout(out)
     name = em.declare(out)

@@ -56,7 +56,10 @@ def test_forward_matches_float64(Z, H, N_CTX, HEAD_DIM, BLOCK_M, BLOCK_N, num_wa
 
 
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("Z, H, HEAD_DIM", [(1, 2, 32), (2, 1, 64)])
+@pytest.mark.parametrize("Z, H, HEAD_DIM", [
+    (1, 2, 32), (2, 1, 64),
+    (1, 1, 128),  # register-path dots: 128x128 fp16 operand conversions in two 16 KB passes
+])
 def test_backward_matches_float64_autograd(Z, H, HEAD_DIM, causal):
     N_CTX, sm_scale = 128, 0.5
     q, k, v = inputs(Z, H, N_CTX, HEAD_DIM)
