@@ -77,26 +77,28 @@ def _block_end(code: str, open_brace: int) -> int:
 def _rendezvous_functions(code: str) -> frozenset[str]:
     """Names of the functions `code` defines that meet a rendezvous, directly or through
     another such function."""
-    bodies: dict[str, list[str]] = {}
+    calls: dict[str, set[str]] = {}
+    meets: set[str] = set()
     pos, last = 0, 0
     while True:
         brace = code.find("{", pos)
         if brace < 0:
             break
         end = _block_end(code, brace)
-        head = code[last:brace]
-        found = _DEFINITION.search(head.rsplit(";", 1)[-1].rsplit("}", 1)[-1])
+        head = code[last:brace].rsplit(";", 1)[-1].rsplit("}", 1)[-1]
+        found = _DEFINITION.search(head)
         if found:
-            bodies.setdefault(found.group(1), []).append(code[brace:end])
+            body = code[brace:end]
+            if _RENDEZVOUS.search(body):
+                meets.add(found.group(1))
+            else:
+                calls.setdefault(found.group(1), set()).update(_CALL.findall(body))
         pos = last = end
-    meets = {name for name, texts in bodies.items()
-             if any(_RENDEZVOUS.search(text) for text in texts)}
     changed = True
     while changed:
         changed = False
-        for name, texts in bodies.items():
-            if name not in meets and any(
-                    call.group(1) in meets for text in texts for call in _CALL.finditer(text)):
+        for name, called in calls.items():
+            if name not in meets and not called.isdisjoint(meets):
                 meets.add(name)
                 changed = True
     return frozenset(meets)
@@ -125,16 +127,18 @@ def cap_unrolls(source: str, max_trips: int = MAX_SIM_UNROLLED_TRIPS,
     rendezvous (same length, same lines)."""
     if _PRAGMA not in source:
         return source
-    code = _code_only(source)
-    functions: frozenset[str] | None = None
+    code: str | None = None   # `source` without comments and literals, when first needed
+    functions: frozenset[str] | None = frozenset()
     out, done = [], 0
-    for match in _LOOP.finditer(code):
+    for match in _LOOP.finditer(source):
         trips = _trips(match)
         drop = trips > max_trips
         if not drop and trips > max_rendezvous_trips:
-            if functions is None:
-                functions = _rendezvous_functions(code)
-            drop = _meets_rendezvous(_body(code, match.end()), functions)
+            if code is None:
+                code = _code_only(source)
+                functions = _rendezvous_functions(code) if _RENDEZVOUS.search(code) else None
+            drop = functions is not None and _meets_rendezvous(_body(code, match.end()),
+                                                                functions)
         if drop:
             out += [source[done:match.start()], " " * len(_PRAGMA)]
             done = match.end()
