@@ -113,9 +113,16 @@ SYSTEM_LIBS = ("libm.so.6",)
 # address are used in its block, which scans the block or the value's uses; a lanes function
 # of the tutorial's attention forward (128x64 blocks, 4 warps) spent 29 s of CPU there, 0.9 s
 # in this mode, for an object of the same size (the per-thread function: 1.9 -> 2.2 s).
+# -experimental-debug-variable-locations=false: the line tables (-gline-tables-only, for
+# fault reports) carry no variables, but x86-64's default variable-location tracking
+# (instruction referencing) still runs its register and stack-slot dataflow over every block
+# of every function: 2.6 s of the 12.7 s of CPU code generation of attention backward
+# (tests/e2e/workloads/test_attention.py) took, 0.1 s with the other tracker; the machine
+# code (.text) is byte for byte the same.
 CODEGEN_FLAGS = ("-O2", *TARGET_FLAGS, "-fPIC", "-fno-plt", "-shared", "-nostdlib",
                  "-gline-tables-only", "-fno-omit-frame-pointer", "-fstack-clash-protection",
-                 "-mllvm", "-disable-cgp-ext-ld-promotion", "-mllvm", "-cgpp-huge-func=0")
+                 "-mllvm", "-disable-cgp-ext-ld-promotion", "-mllvm", "-cgpp-huge-func=0",
+                 "-mllvm", "-experimental-debug-variable-locations=false")
 
 
 @dataclass(frozen=True)
