@@ -210,7 +210,10 @@ def add_variants(out: Path, names: list[str], diagnostics: bool) -> None:
         if "failed" in entry or not any(n in case.name for n in names):
             continue
         add = _add_diagnostics if diagnostics else _add_fast_exp2
-        add(entry, _program(case, case.time), case, out, f"c{entry['index']}")
+        program = _program(case, case.time)
+        if program.source != (out / f"c{entry['index']}.metal").read_text():
+            raise SystemExit(f"{case.name}: this tree compiles other MSL than the build's")
+        add(entry, program, case, out, f"c{entry['index']}")
         print(f"{case.name}: {'diagnostic' if diagnostics else 'fast::exp2'} variants added")
         path.write_text(json.dumps(manifest, indent=1))
 
