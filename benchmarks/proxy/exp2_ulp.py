@@ -20,27 +20,50 @@ from pathlib import Path
 import numpy as np
 
 _SRC = r"""
-extern "C" __global__ void ulps(unsigned int first, unsigned int count, float *worst_fast,
-                                float *worst_precise, unsigned int *over_fast,
-                                unsigned int *over_precise) {
-    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= count) return;
-    float x = __uint_as_float(first + i);          // -0 .. -150, one bit pattern each
-    float fast;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(fast) : "f"(x));
-    float precise = exp2f(x);
-    double ref = exp2((double)x);
+__device__ float ulps_of(float y, double ref) {
     int e;
     frexp(ref, &e);                                 // ref = m * 2^e, 0.5 <= m < 1
     double ulp = ldexp(1.0, (e - 1 < -126 ? -126 : e - 1) - 23);
-    float ef = (float)(fabs((double)fast - ref) / ulp);
-    float ep = (float)(fabs((double)precise - ref) / ulp);
-    int k = (int)floorf(-x);                        // bucket: |x| in [k, k + 1)
-    atomicMax((int *)&worst_fast[k], __float_as_int(ef));
-    atomicMax((int *)&worst_precise[k], __float_as_int(ep));
-    float bound = 3.0f + floorf(2.0f * -x);         // MSL Table 8.2, fast::exp2
-    if (ef > bound) atomicAdd(over_fast, 1u);
-    if (ep > 4.0f) atomicAdd(over_precise, 1u);     // MSL Table 8.1, precise::exp2
+    return (float)(fabs((double)y - ref) / ulp);
+}
+
+__device__ void flush(int k, float wf, float wp, float *worst_fast, float *worst_precise) {
+    atomicMax((int *)&worst_fast[k], __float_as_int(wf));
+    atomicMax((int *)&worst_precise[k], __float_as_int(wp));
+}
+
+// Each thread sweeps PER consecutive bit patterns from -0 towards -150 (one bucket, |x| in
+// [k, k + 1), at a time), so the atomics are few.
+extern "C" __global__ void ulps(unsigned int first, unsigned int count, float *worst_fast,
+                                float *worst_precise, unsigned int *over_fast,
+                                unsigned int *over_precise) {
+    const unsigned int PER = 256;
+    unsigned long long i0 = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) * PER;
+    if (i0 >= count) return;
+    int k = -1;
+    float wf = 0.0f, wp = 0.0f;
+    unsigned int of = 0, op = 0;
+    for (unsigned int j = 0; j < PER && i0 + j < count; ++j) {
+        float x = __uint_as_float(first + (unsigned int)(i0 + j));
+        float fast;
+        asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(fast) : "f"(x));
+        float precise = exp2f(x);
+        double ref = exp2((double)x);
+        float ef = ulps_of(fast, ref), ep = ulps_of(precise, ref);
+        int kk = (int)floorf(-x);
+        if (kk != k) {
+            if (k >= 0) flush(k, wf, wp, worst_fast, worst_precise);
+            k = kk;
+            wf = wp = 0.0f;
+        }
+        wf = fmaxf(wf, ef);
+        wp = fmaxf(wp, ep);
+        of += ef > 3.0f + floorf(2.0f * -x);        // MSL Table 8.2, fast::exp2
+        op += ep > 4.0f;                            // MSL Table 8.1, precise::exp2
+    }
+    flush(k, wf, wp, worst_fast, worst_precise);
+    atomicAdd(over_fast, of);
+    atomicAdd(over_precise, op);
 }
 """
 
@@ -62,7 +85,7 @@ def main() -> int:
     step = 1 << 28
     for lo in range(first, last + 1, step):
         n = min(step, last + 1 - lo)
-        kernel(((n + 255) // 256,), (256,),
+        kernel(((n + 256 * 256 - 1) // (256 * 256),), (256,),
                (np.uint32(lo), np.uint32(n), worst_f, worst_p, over_f, over_p))
     cp.cuda.runtime.deviceSynchronize()
     wf, wp = worst_f.get().tolist(), worst_p.get().tolist()
