@@ -101,9 +101,12 @@ def enter_loop(em: Emitter, loop: Op) -> FragmentLoop:
     if not plans:
         return FragmentLoop()
     a = tile_arena(em)
-    handle = FragmentLoop(mark=a.top, order=loop_schedule.loads_first(loop, block, plans[0][0]))
     inside = _defined_in(loop.regions[0])
     shared = em.pin_tiles < PIN_SEPARATE  # in-loop tiles of all dots at one offset
+    # loads before the first dot only where the per-step tiles share one region (the GPU
+    # proxy's evidence: loop_schedule.py)
+    handle = FragmentLoop(mark=a.top, order=loop_schedule.loads_first(loop, block, plans[0][0])
+                          if shared else None)
     hoist: list[tuple[staging.Tile, int, Value, str]] = []
     layout: list[tuple[Op, Pinned]] = []
     in_loop: list[tuple[dict[str, int], list[tuple[str, int]]]] = []
