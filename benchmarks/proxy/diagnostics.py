@@ -19,7 +19,8 @@ import re
 from collections.abc import Callable
 
 _OP = re.compile(r"^( *)// ([a-z_]+\.[a-z_0-9]+)  \S+:\d+$")
-_DEF = re.compile(r"^ *(?:const )?[a-z_0-9]+ ([A-Za-z_][A-Za-z_0-9]*)(?:\[\d+\])?(?: =|;)")
+_DEF = re.compile(r"^ *(?:(?:device|threadgroup|constant|const) )*[a-z_0-9]+\*? "
+                  r"([A-Za-z_][A-Za-z_0-9]*)(?:\[\d+\])?(?: =|;)")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
 

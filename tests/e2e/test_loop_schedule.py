@@ -80,6 +80,21 @@ def test_attention_bits_do_not_depend_on_the_schedule(n: int, head: int, causal:
     assert math.isfinite(float(np.abs(o).max()))
 
 
+def test_the_proxys_text_edit_is_the_lowerings_schedule() -> None:
+    """benchmarks/proxy/diagnostics.py's `loads first` (timed on the GPU proxy before the
+    lowering did it) edits the IR-order MSL into exactly what the lowering emits."""
+    from benchmarks.proxy.diagnostics import loads_first
+
+    q, k, v = _attention_inputs(64, 128, 1, np.float16, 0)
+    program, _ = _run_attention(q, k, v, 64, 32, 4, True, run=False)
+    with loop_schedule.kept_in_order():
+        kept, _ = _run_attention(q, k, v, 64, 32, 4, True, run=False)
+    edited = loads_first(kept.source)
+    assert edited is not None
+    emitted = [ln for ln in program.source.split("\n") if MOVED not in ln]
+    assert edited.split("\n") == emitted
+
+
 # ---- the rule on hand-made bodies ---------------------------------------------------------
 _T = ScalarType("i32")
 _ids = iter(range(10_000))
