@@ -26,6 +26,7 @@ import numpy as np
 from benchmarks.proxy import kernels
 from benchmarks.proxy.cases import CASES, Case, Hand, Size, make_inputs
 from benchmarks.proxy.cuda_build import build
+from benchmarks.proxy.diagnostics import VARIANTS
 from benchmarks.proxy.msl_to_cuda import map_msl
 from benchmarks.proxy.specialise import Arg, compile_specialised
 
@@ -115,7 +116,8 @@ def _launch_args(program: Any, mapped: Any, case: Case) -> dict[str, Any]:
 FAST_EXP2 = ("precise::exp2(", "fast::exp2(")
 
 
-def build_case(case: Case, out: Path, index: int, fast_exp2: bool = False) -> dict[str, Any]:
+def build_case(case: Case, out: Path, index: int, fast_exp2: bool = False,
+               diagnostics: bool = False) -> dict[str, Any]:
     tag = f"c{index}"
     program = _program(case, case.time)
     check_program = _program(case, case.check)
@@ -135,7 +137,8 @@ def build_case(case: Case, out: Path, index: int, fast_exp2: bool = False) -> di
                              "dot_paths": dots}
     has_mma = "simdgroup_multiply_accumulate" in program.source
     mapped = map_msl(program.source)
-    for standin in ((False, True) if has_mma else (False,)):
+    # the stand-in's structure time is read against the hand kernel's: none, no stand-in
+    for standin in ((False, True) if has_mma and case.check.hand is not None else (False,)):
         name = f"{tag}_msltrans" + ("_standin" if standin else "")
         b = build(mapped.cuda, name, out, (STANDIN,) if standin else ())
         entry["variants"]["msltrans" + (" (MMA stand-in)" if standin else "")] = {
@@ -144,6 +147,8 @@ def build_case(case: Case, out: Path, index: int, fast_exp2: bool = False) -> di
             "static": _static(b)}
     if fast_exp2:
         _add_fast_exp2(entry, program, case, out, tag)
+    if diagnostics and has_mma:
+        _add_diagnostics(entry, program, case, out, tag)
     hand = case.check.hand
     if hand is not None:
         hdata = {k: v.copy() for k, v in inputs.items()}
@@ -175,18 +180,42 @@ def _add_fast_exp2(entry: dict[str, Any], program: Any, case: Case, out: Path, t
         "params": _params(program), **_launch_args(program, fast, case), "static": _static(b)}
 
 
-def add_fast_exp2(out: Path, names: list[str]) -> None:
-    """Add the fast::exp2 variant to the cases of an existing build whose names contain one
-    of `names` (no simulator run: the variant is only timed and checked against float64)."""
+def _add_diagnostics(entry: dict[str, Any], program: Any, case: Case, out: Path, tag: str
+                     ) -> None:
+    """diagnostics.py's variants of a kernel whose loops run simdgroup MMAs: timed only
+    (`diag:` in the name), except `loads first`, which computes the same values and is
+    checked against the simulator's bytes like msltrans's own build."""
+    for name, edit in VARIANTS.items():
+        src = edit(program.source)
+        if src is None:
+            continue
+        mapped = map_msl(src)
+        label = name if name == "loads first" else f"diag: {name}"
+        b = build(mapped.cuda, f"{tag}_msltrans_{name.replace(' ', '_')}", out, ())
+        entry["variants"][f"msltrans ({label})"] = {
+            "cubin": b.cubin.name, "kernel": mapped.kernel, "threads": mapped.threads,
+            "params": _params(program), **_launch_args(program, mapped, case),
+            "static": _static(b)}
+
+
+def add_variants(out: Path, names: list[str], diagnostics: bool) -> None:
+    """Add the fast::exp2 (or, with `diagnostics`, diagnostics.py's) variants to the cases of
+    an existing build whose names contain one of `names` (no simulator run: the variants
+    are timed, and checked against float64 and the simulator's bytes where they compute
+    the same thing)."""
     path = out / "manifest.json"
     manifest = json.loads(path.read_text())
     for entry in manifest:
         case = CASES[entry["index"]]
         if "failed" in entry or not any(n in case.name for n in names):
             continue
-        _add_fast_exp2(entry, _program(case, case.time), case, out, f"c{entry['index']}")
-        print(f"{case.name}: fast::exp2 variant added")
-    path.write_text(json.dumps(manifest, indent=1))
+        add = _add_diagnostics if diagnostics else _add_fast_exp2
+        program = _program(case, case.time)
+        if program.source != (out / f"c{entry['index']}.metal").read_text():
+            raise SystemExit(f"{case.name}: this tree compiles other MSL than the build's")
+        add(entry, program, case, out, f"c{entry['index']}")
+        print(f"{case.name}: {'diagnostic' if diagnostics else 'fast::exp2'} variants added")
+        path.write_text(json.dumps(manifest, indent=1))
 
 
 def _static(b: Any) -> dict[str, Any]:
@@ -202,10 +231,17 @@ def main() -> int:
                     help="also build each kernel that calls precise::exp2 with fast::exp2")
     ap.add_argument("--add-fast-exp2", nargs="+", metavar="NAME",
                     help="only add the fast::exp2 variant to these cases of the build in --out")
+    ap.add_argument("--diagnostics", action="store_true",
+                    help="also build diagnostics.py's variants of kernels with MMA loops")
+    ap.add_argument("--add-diagnostics", nargs="+", metavar="NAME",
+                    help="only add diagnostics.py's variants to these cases of the build")
     a = ap.parse_args()
     out = Path(a.out)
     if a.add_fast_exp2:
-        add_fast_exp2(out, a.add_fast_exp2)
+        add_variants(out, a.add_fast_exp2, False)
+        return 0
+    if a.add_diagnostics:
+        add_variants(out, a.add_diagnostics, True)
         return 0
     out.mkdir(parents=True, exist_ok=True)
     manifest, failed = [], 0
@@ -213,7 +249,7 @@ def main() -> int:
         if a.cases and not any(s in case.name for s in a.cases):
             continue
         try:
-            entry = build_case(case, out, i, a.fast_exp2)
+            entry = build_case(case, out, i, a.fast_exp2, a.diagnostics)
         except Exception as exc:  # noqa: BLE001 - one broken case must not lose the others
             reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
             print(f"{case.name:40s} FAILED {reason[:400]}")
@@ -222,6 +258,7 @@ def main() -> int:
             continue
         entry["index"] = i
         manifest.append(entry)
+        (out / "manifest.json").write_text(json.dumps(manifest, indent=1))  # after each case
         for variant, v in entry["variants"].items():
             s = v["static"]
             mix = " ".join(f"{k}={n}" for k, n in s["sass"].items() if n)

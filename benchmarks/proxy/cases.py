@@ -209,9 +209,11 @@ def _matmul(m: int, n: int, k: int, dtype: str, bk: int, bm: int = 64, bn: int =
 # queries, 4 simdgroups, 32 / 16 keys per step). Z = H = 8 at the time size and 2 at the
 # check size: neither is 1 nor a multiple of 16, so both sizes compile to the same MSL.
 # MSLTRANS_PROXY_ATTN_BM (set alike for build_proxy and run_gpu) times another msltrans
-# tile height, e.g. 32, the hand kernel's.
+# tile height, e.g. 32, the hand kernel's; MSLTRANS_PROXY_ATTN_WARPS another simdgroup count
+# (2: 32 query rows per simdgroup, the GEMM's 32 x 32 reuse of each operand fragment).
 ATTN_BM = int(os.environ.get("MSLTRANS_PROXY_ATTN_BM", "64"))
-ATTN_BN, ATTN_WARPS = 32, 4
+ATTN_BN = 32
+ATTN_WARPS = int(os.environ.get("MSLTRANS_PROXY_ATTN_WARPS", "4"))
 TRITON_ATTN_BM, TRITON_ATTN_BN = 128, 64
 _QKVO = ("q", "k", "v", "o")
 

@@ -77,19 +77,40 @@ def sass_mix(cubin: Path) -> dict[str, int]:
     return mix
 
 
+def _reusable(src: Path, cubin: Path, cuda: str, argv: list[str]) -> str | None:
+    """ptxas's report of an earlier build of the same source with the same command in this
+    folder (its cubin newer than its source), else None: nvcc takes minutes on the
+    attention backward's mapped CUDA, so a rebuild of a folder only compiles what changed."""
+    report = cubin.with_suffix(".ptxas.txt")
+    if not (src.exists() and cubin.exists() and report.exists()):
+        return None
+    if src.read_text() != cuda or cubin.stat().st_mtime < src.stat().st_mtime:
+        return None
+    text = report.read_text()
+    first, _, rest = text.partition("\n")
+    return rest if first == " ".join(argv) else None
+
+
 def build(cuda: str, name: str, out_dir: Path, defines: tuple[str, ...] = ()) -> CudaBuild:
     out_dir.mkdir(parents=True, exist_ok=True)
     src = out_dir / f"{name}.cu"
-    src.write_text(cuda)
     cubin = out_dir / f"{name}.cubin"
-    shutil.copy(HEADER, out_dir / HEADER.name)
+    header = out_dir / HEADER.name
+    if not header.exists() or header.read_text() != HEADER.read_text():
+        shutil.copy(HEADER, header)
+        for old in out_dir.glob("*.ptxas.txt"):  # the header changed: nothing is reusable
+            old.unlink()
     argv = ["nvcc", *NVCC_FLAGS, *(f"-D{d}" for d in defines), "-I", str(out_dir),
             "-o", str(cubin), str(src)]
-    r = subprocess.run(argv, capture_output=True, text=True, env={**os.environ})
-    if r.returncode != 0:
-        raise RuntimeError(f"nvcc failed for {name}:\n{r.stderr[-4000:]}")
+    report = _reusable(src, cubin, cuda, argv)
+    if report is None:
+        src.write_text(cuda)
+        r = subprocess.run(argv, capture_output=True, text=True, env={**os.environ})
+        if r.returncode != 0:
+            raise RuntimeError(f"nvcc failed for {name}:\n{r.stderr[-4000:]}")
+        report = r.stdout + r.stderr
+        cubin.with_suffix(".ptxas.txt").write_text(" ".join(argv) + "\n" + report)
     b = CudaBuild(cubin)
-    report = r.stdout + r.stderr
     if m := re.search(r"Used (\d+) registers", report):
         b.registers = int(m.group(1))
     if m := re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill "

@@ -76,9 +76,11 @@ def single_block(em: Emitter, region: Region, what: str) -> Block:
     return region.blocks[0]
 
 
-def emit_body(em: Emitter, block: Block, expect: str) -> Op | None:
-    """Emit every op but the terminator; return the terminator (None for an elided one)."""
-    ops = list(block.ops)
+def emit_body(em: Emitter, block: Block, expect: str,
+              order: Sequence[Op] | None = None) -> Op | None:
+    """Emit every op but the terminator (in `order` when given: the block's ops rearranged);
+    return the terminator (None for an elided one)."""
+    ops = list(block.ops if order is None else order)
     term = ops.pop() if ops and ops[-1].name in _TERMINATORS else None
     for op in ops:
         em.emit_op(op)
@@ -137,7 +139,9 @@ def scf_for(em: Emitter, op: Op) -> None:
     em.bind(iv, var)
     for a, name in zip(args, carried, strict=True):
         em.bind(a, name)
-    term = emit_body(em, block, "scf.yield")
+    if fragment_tiles.order is not None:
+        em.line("// global loads issued before the first dot (lower/dot/loop_schedule.py)")
+    term = emit_body(em, block, "scf.yield", fragment_tiles.order)
     assign_all(em, carried, list(term.operands) if term else [])
     em.indent(-1)
     em.line("}")

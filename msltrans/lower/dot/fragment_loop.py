@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir.model import Op, Region, Value
-from msltrans.lower.dot import staging
+from msltrans.lower.dot import loop_schedule, staging
 from msltrans.lower.dot.choose import choose
 from msltrans.lower.dot.fragment_mma import FragPlan, operand_source
 from msltrans.lower.dot.info import BYTES, align16, check, render
@@ -71,10 +71,12 @@ def _fragment_plan(em: Emitter, dot: Op) -> FragPlan | None:
 
 @dataclass
 class FragmentLoop:
-    """ops_scf's handle for one loop: `leave` frees its tiles."""
+    """ops_scf's handle for one loop: `leave` frees its tiles; `order` is the body's op
+    order to emit (loop_schedule.py: global loads before the first dot), None to keep it."""
 
     mark: int = 0
     dots: list[int] = field(default_factory=list)
+    order: tuple[Op, ...] | None = None
 
     def leave(self, em: Emitter) -> None:
         if not self.dots:
@@ -99,9 +101,12 @@ def enter_loop(em: Emitter, loop: Op) -> FragmentLoop:
     if not plans:
         return FragmentLoop()
     a = tile_arena(em)
-    handle = FragmentLoop(mark=a.top)
     inside = _defined_in(loop.regions[0])
     shared = em.pin_tiles < PIN_SEPARATE  # in-loop tiles of all dots at one offset
+    # loads before the first dot only where the per-step tiles share one region (the GPU
+    # proxy's evidence: loop_schedule.py)
+    handle = FragmentLoop(mark=a.top, order=loop_schedule.loads_first(loop, block, plans[0][0])
+                          if shared else None)
     hoist: list[tuple[staging.Tile, int, Value, str]] = []
     layout: list[tuple[Op, Pinned]] = []
     in_loop: list[tuple[dict[str, int], list[tuple[str, int]]]] = []
