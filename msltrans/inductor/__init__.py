@@ -6,7 +6,8 @@
 
 On Linux, Inductor's kernels for CPU tensors run on msltrans's Metal simulator; on a Mac,
 kernels for `mps` tensors run on the Apple GPU and those for CPU tensors on the simulator.
-`disable()` undoes it. `launches()` says which Triton kernels ran through msltrans.
+`disable()` undoes it. `launches()` says which Triton kernels ran through msltrans,
+`kernel_buffers()` how many buffer slots each took.
 This module imports nothing heavy: torch and triton load when a function is called.
 """
 
@@ -40,10 +41,20 @@ def launches() -> dict[str, int]:
     return _launches.launches()
 
 
+def kernel_buffers() -> dict[str, tuple[int, int]]:
+    """(pointer arguments, hidden buffers) of each kernel in `launches()`: the route keeps
+    the pointers within `msltrans.abi.limits.DIRECT_POINTER_SLOTS`, so none travels in an
+    argument buffer, which the MPS engine refuses (msltrans.inductor.pointer_bound)."""
+    from msltrans.runtime import launch_count as _launches
+
+    return _launches.kernel_buffers()
+
+
 def reset_launches() -> None:
     from msltrans.runtime import launch_count as _launches
 
     _launches.reset_launches()
 
 
-__all__ = ["ENV", "disable", "enable", "is_enabled", "launches", "reset_launches"]
+__all__ = ["ENV", "disable", "enable", "is_enabled", "kernel_buffers", "launches",
+           "reset_launches"]

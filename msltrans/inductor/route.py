@@ -5,7 +5,9 @@ What `enable()` changes, all undone by `disable()`:
   runs msltrans's `torch.backends` entry point, which enables the route there too);
 - Triton's backend table gets `cpu` = (InductorMetalBackend, InductorCpuDriver), so
   `torch.utils._triton.has_triton()` becomes true for CPU tensors (its cache is cleared);
-- Inductor's config: `cpu_backend = "triton"`, and the PyTorch workarounds in `CONFIG`;
+- Inductor's config: `cpu_backend = "triton"`, the PyTorch workarounds in `CONFIG`, and the
+  bounds on a kernel's buffers (msltrans.inductor.pointer_bound, which also wraps
+  `GraphLowering.run_node`);
 - on a Mac with MPS, Inductor's `mps` device generates Triton instead of its Metal codegen
   (msltrans.inductor.mps_route).
 Nothing is registered before `enable()`: msltrans ships no static `cpu` Triton entry point,
@@ -19,7 +21,7 @@ from typing import Any
 
 from msltrans import settings
 from msltrans.errors import MetalNonRecoverableError
-from msltrans.inductor import state
+from msltrans.inductor import pointer_bound, state
 
 BACKEND_NAME = "cpu"  # the name Inductor looks up (triton_helpers.set_driver_to_cpu, has_triton)
 BACKEND_PACKAGE = "msltrans.inductor.backend"
@@ -39,6 +41,9 @@ CONFIG: dict[str, Any] = {
     # `tl.full([1], c).broadcast_to(<2-D shape>)`, which Triton 3.9's front end rejects
     # ("Cannot broadcast, rank mismatch") for every backend (an LSTM cell's zero state).
     "prologue_fusion": False,
+    # Fused, foreach and combo kernels within the pointers Metal's table holds
+    # (msltrans/inductor/pointer_bound.py).
+    **pointer_bound.LIMITS,
 }
 
 _saved_config: dict[str, Any] = {}
@@ -123,6 +128,7 @@ def enable(from_environment: bool = False, compile_worker: bool = False) -> None
     settings.put(state.ENV, "1")
     triton.backends.backends[BACKEND_NAME] = _backend()
     _apply_config()
+    pointer_bound.install()
     _clear_torch_caches()
     if not compile_worker:
         from msltrans.inductor import mps_route
@@ -142,6 +148,7 @@ def disable() -> None:
     if current is not None and current.compiler.__module__.startswith(BACKEND_PACKAGE):
         del triton.backends.backends[BACKEND_NAME]
     _restore_config()
+    pointer_bound.uninstall()
     _clear_torch_caches()
     from msltrans.inductor import mps_route
 
