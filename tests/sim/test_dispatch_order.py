@@ -14,33 +14,11 @@ import time
 import numpy as np
 import pytest
 
+from tests.support.msl_softmax import SOFTMAX_MSL
+
 HEADER = "#include <metal_stdlib>\n#include <metal_simdgroup_matrix>\nusing namespace metal;\n"
 
-KERNELS = HEADER + """
-// One threadgroup of 128 per row: SIMD reductions and threadgroup barriers.
-kernel void softmax(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
-                    constant uint& cols [[buffer(2)]], uint row [[threadgroup_position_in_grid]],
-                    uint lid [[thread_position_in_threadgroup]],
-                    uint lane [[thread_index_in_simdgroup]],
-                    uint sg [[simdgroup_index_in_threadgroup]]) {
-    threadgroup float partial[4];
-    device const float* in = x + row * cols;
-    float m = -INFINITY;
-    for (uint c = lid; c < cols; c += 128) m = max(m, in[c]);
-    m = simd_max(m);
-    if (lane == 0) partial[sg] = m;
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    m = max(max(partial[0], partial[1]), max(partial[2], partial[3]));
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    float total = 0.0f;
-    for (uint c = lid; c < cols; c += 128) total += exp(in[c] - m);
-    total = simd_sum(total);
-    if (lane == 0) partial[sg] = total;
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    total = partial[0] + partial[1] + partial[2] + partial[3];
-    for (uint c = lid; c < cols; c += 128) y[row * cols + c] = exp(in[c] - m) / total;
-}
-// Row sums by a tree in threadgroup memory (256 threads a row, no atomics).
+KERNELS = HEADER + SOFTMAX_MSL + """// Row sums by a tree in threadgroup memory (256 threads a row, no atomics).
 kernel void row_sum(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
                     constant uint& cols [[buffer(2)]], uint row [[threadgroup_position_in_grid]],
                     uint lid [[thread_position_in_threadgroup]]) {

@@ -8,34 +8,11 @@ import numpy as np
 import pytest
 
 import msltrans.sim as sim
+from tests.support.msl_softmax import SOFTMAX_MSL
 
 HEADER = "#include <metal_stdlib>\nusing namespace metal;\n"
 
-KERNELS = HEADER + """
-// One threadgroup per row: simd reductions, a cross-simdgroup pass, exp, a division.
-kernel void softmax(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
-                    constant uint& cols [[buffer(2)]], uint row [[threadgroup_position_in_grid]],
-                    uint lid [[thread_position_in_threadgroup]],
-                    uint lane [[thread_index_in_simdgroup]],
-                    uint sg [[simdgroup_index_in_threadgroup]]) {
-    threadgroup float partial[4];
-    device const float* in = x + row * cols;
-    float m = -INFINITY;
-    for (uint c = lid; c < cols; c += 128) m = max(m, in[c]);
-    m = simd_max(m);
-    if (lane == 0) partial[sg] = m;
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    m = max(max(partial[0], partial[1]), max(partial[2], partial[3]));
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    float total = 0.0f;
-    for (uint c = lid; c < cols; c += 128) total += exp(in[c] - m);
-    total = simd_sum(total);
-    if (lane == 0) partial[sg] = total;
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    total = partial[0] + partial[1] + partial[2] + partial[3];
-    for (uint c = lid; c < cols; c += 128) y[row * cols + c] = exp(in[c] - m) / total;
-}
-kernel void count(device atomic_uint* counter [[buffer(0)]],
+KERNELS = HEADER + SOFTMAX_MSL + """kernel void count(device atomic_uint* counter [[buffer(0)]],
                   device atomic_float* fsum [[buffer(1)]], device atomic_int* hi [[buffer(2)]],
                   uint i [[thread_position_in_grid]]) {
     atomic_fetch_add_explicit(counter, 1u, memory_order_relaxed);
