@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from msltrans.abi.scalar_struct import ScalarPacker
-from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir import read_module
 from msltrans.lower import lower_module
 from msltrans.toolchain import to_ttgir
@@ -115,11 +114,16 @@ def test_packer_matches_triton_cuda_extractors() -> None:
         ScalarPacker([("i64", 0)], 8).pack([2**64])
 
 
-def test_more_pointers_than_buffer_slots_is_refused() -> None:
+def test_more_pointers_than_buffer_slots_travel_in_the_argument_buffer() -> None:
+    """32 pointers and no scalar: the first 30 keep their slots, the last two move into the
+    argument buffer in slot 30 (docs/backend.md, "Pointers past the table")."""
     names = [f"p{i}" for i in range(32)]
     source = PRELUDE + f"def wide({', '.join(names)}):\n    tl.store(p0, tl.load(p31))\n"
-    with pytest.raises(MetalNonRecoverableError, match="32 Metal buffers.*buffer\\(30\\)"):
-        lower_module(read_module(to_ttgir(source, {n: "*fp32" for n in names}, {}, 1)))
+    msl = lower_module(read_module(to_ttgir(source, {n: "*fp32" for n in names}, {},
+                                            1))).source
+    assert "device float* p29 [[buffer(29)]]" in msl
+    assert "constant wide_spill& msl_spill [[buffer(30)]]" in msl
+    assert "device float* p31 = msl_spill.p31;" in msl and "[[buffer(31)]]" not in msl
 
 
 def test_fast_path_equals_the_per_field_converters() -> None:
