@@ -242,11 +242,13 @@ def test_rnn_backward_40_steps() -> None:
     backward_matches(linear_tanh_cell, torch.nn.Linear(16, 16), steps(40, 2, 16))
 
 
+@pytest.mark.slow  # ~15 s of CPU each; the tanh RNN's 40 steps run in CI
 def test_gru_cell_backward_40_steps() -> None:
     torch.manual_seed(0)
     backward_matches(gru_loop, torch.nn.GRUCell(8, 16), steps(40, 2, 8))
 
 
+@pytest.mark.slow  # ~15 s of CPU each; the tanh RNN's 40 steps run in CI
 def test_lstm_cell_backward_40_steps() -> None:
     torch.manual_seed(0)
     backward_matches(lstm_loop, LSTMCell(8, 16), steps(40, 2, 8))
