@@ -225,7 +225,7 @@ def run_on_simulator(program: Any, grid: tuple[int, ...], args: tuple) -> None:
     t = program.threads_per_group
     kernel = getattr(sim.compile_shader(program.source), program.kernel_name)
     kernel(*program.engine_args(args), threads=(gx * t, gy, gz), group_size=(t, 1, 1),
-           arg_casts=program.arg_casts, buffer_alignment=dict(program.buffer_alignment))
+           arg_casts=program.arg_casts, buffer_alignment=program.sim_alignment)
 
 
 def _msl_stage(module: Any, out: Compiled, options: Any) -> str:

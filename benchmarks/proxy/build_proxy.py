@@ -59,7 +59,7 @@ def _run_sim_program(program: Any, size: Size, data: dict[str, np.ndarray]) -> N
     t = program.threads_per_group
     kernel = getattr(lib, program.kernel_name)
     kernel(*program.engine_args(args), threads=(gx * t, gy, gz), group_size=(t, 1, 1),
-           arg_casts=program.arg_casts, buffer_alignment=dict(program.buffer_alignment))
+           arg_casts=program.arg_casts, buffer_alignment=program.sim_alignment)
 
 
 def _run_sim_hand(hand: Hand, data: dict[str, np.ndarray]) -> None:

@@ -190,7 +190,7 @@ def run_program(program: MslProgram, grid: tuple[int, int], args: dict[str, Any]
     values = [args[p.name] for p in program.params]
     t = program.threads_per_group
     launch = dict(threads=(grid[0] * t, grid[1], 1), group_size=(t, 1, 1),
-                  arg_casts=program.arg_casts, buffer_alignment=dict(program.buffer_alignment))
+                  arg_casts=program.arg_casts, buffer_alignment=program.sim_alignment)
     if races:  # forward, reverse and shuffled schedules must give the same bytes
         sim.check_races(kernel, *program.engine_args(values), **launch)
     kernel(*program.engine_args(values), **launch)

@@ -158,7 +158,7 @@ def test_attention_has_no_race_on_the_fragment_path() -> None:
     t = program.threads_per_group
     check_races(kernel, *program.engine_args(args), threads=(2 * t, 1, 1),
                 group_size=(t, 1, 1), arg_casts=program.arg_casts,
-                buffer_alignment=dict(program.buffer_alignment))
+                buffer_alignment=program.sim_alignment)
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32])

@@ -48,3 +48,27 @@ def test_dump_names_the_argument_buffer_entries():
     ]})
     assert "buffer(0): x *fp32" in text
     assert "buffer(1) address 0: y *fp32 (in the argument buffer of GPU addresses)" in text
+
+
+def test_simulator_runs_keep_the_argument_buffers_alignment(monkeypatch) -> None:  # noqa: ANN001
+    """toolchain.run_on_simulator hands the simulator the alignment the kernel assumes for
+    every pointer, those in the argument buffer included (keyed (buffer, slot))."""
+    from types import SimpleNamespace
+
+    from msltrans import sim
+    from msltrans.lower.program import MslProgram
+    from msltrans.toolchain import run_on_simulator
+
+    seen: dict = {}
+
+    def kernel(*args, **kwargs) -> None:  # noqa: ANN002, ANN003
+        seen.update(kwargs)
+
+    monkeypatch.setattr(sim, "compile_shader", lambda source: SimpleNamespace(k=kernel))
+    program = MslProgram(source="", kernel_name="k", num_warps=1, threads_per_group=32,
+                         params=(), shared_bytes=0, buffer_alignment=((0, 16),),
+                         spilled_alignment=((1, 16),))
+    monkeypatch.setattr(MslProgram, "argument_buffer_index", property(lambda self: 29))
+    monkeypatch.setattr(MslProgram, "engine_args", lambda self, args: args)
+    run_on_simulator(program, (1,), ())
+    assert seen["buffer_alignment"] == {0: 16, (29, 1): 16}

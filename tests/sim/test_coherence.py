@@ -254,7 +254,7 @@ def test_layer_norm_backward_needs_coherent_buffers(sim) -> None:  # noqa: ANN00
         t = program.threads_per_group
         getattr(lib, program.kernel_name)(
             *program.engine_args(args), threads=(M * t, 1, 1), group_size=(t, 1, 1),
-            arg_casts=program.arg_casts, buffer_alignment=dict(program.buffer_alignment))
+            arg_casts=program.arg_casts, buffer_alignment=program.sim_alignment)
         return dx, part_dw, part_db, locks
 
     with pytest.raises(CoherenceError) as caught:
