@@ -101,7 +101,8 @@ SETTINGS: tuple[Setting, ...] = (
             "how a dispatch hands out threadgroups, a test aid: `chunk=N` groups a claim, "
             "`reverse` claims from the last group down, `late_ms=N` pool workers start N ms "
             "late, `caller_late_ms=N` the calling thread does, `running=N` the worker count "
-            "assumes N runnable threads on the machine (results must not change)",
+            "assumes N runnable threads on the machine, `no_prewake` pool workers are not "
+            "woken before the dispatch (results must not change)",
             c_reader="the simulator's C runtime"),
     Setting(SIM_ALIGNMENT_CHECK, "MSLTRANS_SIM_ALIGNMENT_CHECK=1",
             "build simulator kernels with a check of every threadgroup access's alignment (a "

@@ -177,6 +177,12 @@ class Kernel:
                               "threads, over its [[max_total_threads_per_threadgroup("
                               f"{self.max_threads_per_threadgroup})]]: Metal refuses the "
                               "dispatch")
+        groups = 1
+        for size, width in zip(grid, group, strict=True):
+            groups *= -(-size // width)
+        # Pool threads asleep take a while to start: wake them now, while the arguments
+        # are staged, rather than at the dispatch (msl_sim_prewake).
+        native.runtime().msl_sim_prewake(groups)
         tg_lengths = self._threadgroup_lengths(threadgroup_memory)
         if timeout is _UNSET:
             timeout = default_timeout()

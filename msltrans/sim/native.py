@@ -114,6 +114,9 @@ def runtime() -> ctypes.CDLL:
     lib.msl_sim_map_guarded.restype = ctypes.c_void_p
     lib.msl_sim_unmap.argtypes = [ctypes.c_void_p, ctypes.c_ulong]
     lib.msl_sim_unmap.restype = None
+    lib.msl_sim_prewake.argtypes = [ctypes.c_ulonglong]
+    lib.msl_sim_prewake.restype = None
+    lib.msl_sim_prewake_spin_ns.restype = ctypes.c_ulonglong
     if lib.msl_sim_abi_version() != ABI_VERSION:
         raise CompileError(f"libmslsim ABI {lib.msl_sim_abi_version()} != {ABI_VERSION}")
     return lib

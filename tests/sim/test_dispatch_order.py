@@ -88,7 +88,7 @@ kernel void handshake(device atomic_int* flag [[buffer(0)]], device int* out [[b
 # (MSLTRANS_SIM_THREADS, MSLTRANS_SIM_DISPATCH_TEST); the first is the reference.
 ORDERS = [("1", ""), ("2", ""), ("2", "chunk=3"), ("3", "chunk=1,reverse"),
           ("2", "chunk=5,reverse"), ("4", "late_ms=3"), ("3", "caller_late_ms=30,chunk=2"),
-          ("", "")]
+          ("2", "no_prewake"), ("", "")]
 
 
 @pytest.fixture(scope="module")
@@ -162,6 +162,36 @@ def test_a_late_worker_still_joins_an_open_launch(lib, monkeypatch):
     assert (flag[0], out[0]) == (1, 7)
 
 
+def test_a_prewoken_worker_spins_a_while_then_sleeps(lib, monkeypatch):
+    # msl_sim_prewake (called as a launch begins) wakes the sleeping pool workers the
+    # dispatch will use; one woken for a dispatch that never comes spins ~2 ms, then sleeps.
+    from msltrans.sim import native
+
+    rt = native.runtime()
+    _set(monkeypatch, "2", "")
+    flag, out = np.zeros(1, np.int32), np.zeros(1, np.int32)
+    # completes once pool worker 1 runs group 1 (after any late_ms wait a test before set)
+    lib.handshake(flag, out, threads=2, group_size=1, timeout=30.0)
+    time.sleep(0.05)               # it falls asleep
+    spun = rt.msl_sim_prewake_spin_ns()
+    rt.msl_sim_prewake(41)
+    time.sleep(0.1)
+    woken = (rt.msl_sim_prewake_spin_ns() - spun) / 1e6
+    assert 1.0 < woken < 20.0, f"a prewoken worker spun {woken:.2f} ms"
+    start = time.process_time()
+    time.sleep(0.2)
+    assert time.process_time() - start < 0.01   # asleep again
+    spun = rt.msl_sim_prewake_spin_ns()
+    _set(monkeypatch, "2", "no_prewake")
+    rt.msl_sim_prewake(41)
+    _set(monkeypatch, "2", "")
+    rt.msl_sim_prewake(1)          # a one-group launch: nothing to wake
+    _set(monkeypatch, "1", "")
+    rt.msl_sim_prewake(41)         # a one-worker dispatch: nothing to wake
+    time.sleep(0.1)
+    assert rt.msl_sim_prewake_spin_ns() == spun
+
+
 @pytest.mark.parametrize(("threads", "hook"), [("2", "chunk=3"), ("3", "chunk=7"),
                                                ("2", "late_ms=20"), ("4", "")])
 def test_errors_are_those_of_the_sequential_order(lib, sim, monkeypatch, threads, hook):
@@ -215,7 +245,8 @@ def test_worker_count_follows_the_threads_running(lib, monkeypatch):
 
 
 def test_bad_hook_is_a_launch_error(lib, sim, monkeypatch):
-    for bad in ("chunk=0", "chunk=x", "sideways", "late_ms=", "reverse;chunk=2", "running=-1"):
+    for bad in ("chunk=0", "chunk=x", "sideways", "late_ms=", "reverse;chunk=2", "running=-1",
+                "no_prewake=1"):
         _set(monkeypatch, "2", bad)
         with pytest.raises(sim.LaunchError, match="MSLTRANS_SIM_DISPATCH_TEST must be"):
             lib.row_sum(np.zeros(300, np.float32), np.zeros(1, np.float32), np.uint32(300),

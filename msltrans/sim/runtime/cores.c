@@ -76,7 +76,7 @@ unsigned msl_sim_free_cores(unsigned spinning, const msl_sim_dispatch_hook *hook
    after being woken before they look for work), `caller_late_ms=N` (the calling thread
    waits N ms after opening the launch: the pool workers take the first groups),
    `running=N` (the count of runnable threads the worker count is chosen from, instead of
-   /proc/loadavg's). A test aid: results must not change. */
+   /proc/loadavg's), `no_prewake` (msl_sim_prewake does nothing). A test aid: results must not change. */
 int msl_sim_dispatch_test(msl_sim_dispatch_hook *hook, char *message, unsigned long size) {
     memset(hook, 0, sizeof *hook);
     const char *text = getenv("MSLTRANS_SIM_DISPATCH_TEST");
@@ -100,6 +100,9 @@ int msl_sim_dispatch_test(msl_sim_dispatch_hook *hook, char *message, unsigned l
         } else if (!strncmp(p, "reverse", 7)) {
             hook->reverse = 1;
             p += 7;
+        } else if (!strncmp(p, "no_prewake", 10)) {
+            hook->no_prewake = 1;
+            p += 10;
         } else {
             bad = 1;
         }
@@ -115,7 +118,8 @@ int msl_sim_dispatch_test(msl_sim_dispatch_hook *hook, char *message, unsigned l
     }
     if (bad) {
         snprintf(message, size, "MSLTRANS_SIM_DISPATCH_TEST must be comma-separated chunk=N "
-                 "(N >= 1), reverse, late_ms=N, caller_late_ms=N, running=N; not '%s'", text);
+                 "(N >= 1), reverse, late_ms=N, caller_late_ms=N, running=N, no_prewake; "
+                 "not '%s'", text);
         return -1;
     }
     return 0;

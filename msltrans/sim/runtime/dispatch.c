@@ -43,6 +43,9 @@
    caller this long for the joined workers' last groups. */
 #define POOL_SPIN_NS 200000ull
 #define END_SPIN_NS 50000ull
+/* A pool thread woken ahead of a dispatch (msl_sim_prewake) spins this long for it: longer
+   than the host's staging and argument work between the prewake and the dispatch. */
+#define PREWAKE_SPIN_NS 2000000ull
 /* Claims by default: about 1/CLAIM_SHARE of a worker's share of what is left, at most
    CLAIM_MAX groups (small claims near the end keep the workers finishing together). */
 #define CLAIM_SHARE 16
@@ -81,6 +84,7 @@ static unsigned wake_word[MSL_SIM_MAX_WORKERS];   /* futex of each pool thread *
 static int asleep[MSL_SIM_MAX_WORKERS];
 static unsigned spinning;                   /* pool threads spinning for a launch */
 static unsigned long late_ms;               /* MSLTRANS_SIM_DISPATCH_TEST's late_ms */
+static unsigned long long prewake_spin_ns;  /* pool threads' spinning after a prewake */
 
 static void futex_wait(unsigned *word, unsigned value) {
     syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, value, NULL, NULL, 0);
@@ -260,27 +264,43 @@ static int try_join(msl_sim_worker *w, unsigned long long state) {
     return 1;
 }
 
+/* Spins up to `ns` for a launch newer than generation `seen` (counted in `spinning`, which
+   the free-core estimate leaves out); 1 with its state in *state when one came. */
+static int spin_for_launch(unsigned long long seen, unsigned long long ns,
+                           unsigned long long *state) {
+    __atomic_add_fetch(&spinning, 1, __ATOMIC_RELAXED);
+    unsigned long long until = msl_sim_now_ns() + ns;
+    for (unsigned i = 1;; i++) {
+        *state = __atomic_load_n(&job_state, __ATOMIC_ACQUIRE);
+        if (*state >> 32 != seen || ((i & 63) == 0 && msl_sim_now_ns() > until)) break;
+        cpu_relax();
+    }
+    __atomic_sub_fetch(&spinning, 1, __ATOMIC_RELAXED);
+    return *state >> 32 != seen;
+}
+
 /* The state of a launch newer than generation `seen`: spin a while if `spin`, then sleep
-   until the caller wakes this thread. */
+   until the caller wakes this thread. Woken ahead of a launch (msl_sim_prewake), the thread
+   spins PREWAKE_SPIN_NS for it before it sleeps again. */
 static unsigned long long wait_for_launch(unsigned index, unsigned long long seen, int spin) {
     unsigned long long state;
-    if (spin) {
-        __atomic_add_fetch(&spinning, 1, __ATOMIC_RELAXED);
-        unsigned long long until = msl_sim_now_ns() + POOL_SPIN_NS;
-        for (unsigned i = 1;; i++) {
-            state = __atomic_load_n(&job_state, __ATOMIC_ACQUIRE);
-            if (state >> 32 != seen || ((i & 63) == 0 && msl_sim_now_ns() > until)) break;
-            cpu_relax();
-        }
-        __atomic_sub_fetch(&spinning, 1, __ATOMIC_RELAXED);
-        if (state >> 32 != seen) return state;
-    }
+    if (spin && spin_for_launch(seen, POOL_SPIN_NS, &state)) return state;
     for (;;) {
         unsigned value = __atomic_load_n(&wake_word[index], __ATOMIC_ACQUIRE);
         __atomic_store_n(&asleep[index], 1, __ATOMIC_SEQ_CST);
         state = __atomic_load_n(&job_state, __ATOMIC_SEQ_CST);
         if (state >> 32 != seen) break;
         futex_wait(&wake_word[index], value);
+        if (__atomic_load_n(&wake_word[index], __ATOMIC_ACQUIRE) != value) {
+            __atomic_store_n(&asleep[index], 0, __ATOMIC_SEQ_CST);
+            state = __atomic_load_n(&job_state, __ATOMIC_ACQUIRE);
+            if (state >> 32 != seen && (state & JOB_OPEN)) return state;
+            seen = state >> 32;   /* the launches it slept through (one worker) are over */
+            unsigned long long start = msl_sim_now_ns();
+            int came = spin_for_launch(seen, PREWAKE_SPIN_NS, &state);
+            __atomic_add_fetch(&prewake_spin_ns, msl_sim_now_ns() - start, __ATOMIC_RELAXED);
+            if (came) return state;
+        }
     }
     __atomic_store_n(&asleep[index], 0, __ATOMIC_RELAXED);
     return state;
@@ -377,6 +397,15 @@ static int check_launch(const msl_sim_launch *l, msl_sim_report *r) {
     return 0;
 }
 
+/* Wakes pool workers 1..n-1 that sleep. */
+static void wake_sleepers(unsigned n_workers) {
+    for (unsigned i = 1; i < n_workers; i++)
+        if (__atomic_load_n(&asleep[i], __ATOMIC_SEQ_CST)) {
+            __atomic_add_fetch(&wake_word[i], 1, __ATOMIC_RELEASE);
+            futex_wake(&wake_word[i]);
+        }
+}
+
 /* Opens the launch to workers 1..n-1 and wakes those that sleep. */
 static void open_launch(unsigned n_workers) {
     unsigned long long gen = (__atomic_load_n(&job_state, __ATOMIC_RELAXED) >> 32) + 1;
@@ -384,11 +413,7 @@ static void open_launch(unsigned n_workers) {
     __atomic_store_n(&late_ms, job.hook.late_ms, __ATOMIC_RELAXED);
     __atomic_store_n(&job.n_workers, n_workers, __ATOMIC_RELAXED);
     __atomic_store_n(&job_state, gen << 32 | JOB_OPEN, __ATOMIC_SEQ_CST);
-    for (unsigned i = 1; i < n_workers; i++)
-        if (__atomic_load_n(&asleep[i], __ATOMIC_SEQ_CST)) {
-            __atomic_add_fetch(&wake_word[i], 1, __ATOMIC_RELEASE);
-            futex_wake(&wake_word[i]);
-        }
+    wake_sleepers(n_workers);
 }
 
 /* No group is left for anyone: close the launch, wait for the workers inside. */
@@ -504,6 +529,35 @@ int msl_sim_dispatch(const msl_sim_launch *launch, msl_sim_report *report) {
     int kind = dispatch(launch, report);
     pthread_mutex_unlock(&job_lock);
     return kind;
+}
+
+/* Called by the host when it begins a launch of `groups` threadgroups, before it stages
+   the arguments: wakes the sleeping pool threads the dispatch would use now, so that they
+   spin for it instead of waking at the dispatch (a sleeping thread took up to a millisecond
+   to start on a virtual machine, a large share of a 5 ms launch). Nothing when the
+   dispatch would run on one worker (a busy machine, one threadgroup) or another host
+   thread holds the dispatch. */
+void msl_sim_prewake(unsigned long long groups) {
+    if (groups <= 1 || __atomic_load_n(&pool_started, __ATOMIC_ACQUIRE) <= 1) return;
+    if (pthread_mutex_trylock(&job_lock)) return;
+    msl_sim_dispatch_hook hook;
+    char message[200];
+    unsigned n_workers = 0;
+    if (!msl_sim_dispatch_test(&hook, message, sizeof message) && !hook.no_prewake &&
+        !worker_count(message, sizeof message, &n_workers) &&
+        !msl_sim_cas_spurious_enabled()) {
+        if (!n_workers)
+            n_workers = msl_sim_free_cores(__atomic_load_n(&spinning, __ATOMIC_RELAXED), &hook);
+        if (n_workers > groups) n_workers = (unsigned)groups;
+        if (n_workers > pool_started) n_workers = pool_started;
+        wake_sleepers(n_workers);
+    }
+    pthread_mutex_unlock(&job_lock);
+}
+
+/* Nanoseconds pool threads have spun after being woken ahead of a dispatch (a test aid). */
+unsigned long long msl_sim_prewake_spin_ns(void) {
+    return __atomic_load_n(&prewake_spin_ns, __ATOMIC_RELAXED);
 }
 
 void msl_sim_copy(void *dst, const void *src, unsigned long size) {

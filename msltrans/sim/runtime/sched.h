@@ -267,6 +267,7 @@ typedef struct msl_sim_dispatch_hook {
     unsigned long caller_late_ms;     /* the caller waits this long after opening a launch */
     unsigned long running;            /* runnable threads to assume (0: /proc/loadavg's) */
     int reverse;                      /* claims run from the last threadgroup down */
+    int no_prewake;                   /* msl_sim_prewake wakes no pool thread */
 } msl_sim_dispatch_hook;
 unsigned msl_sim_cores(void);
 unsigned msl_sim_free_cores(unsigned spinning, const msl_sim_dispatch_hook *hook);
