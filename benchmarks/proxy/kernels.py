@@ -19,7 +19,6 @@ import triton.language as tl
 # tutorial 06's attention forwards, tutorial 02's row softmax, tutorial 05's layer norm.
 from msltrans.workloads.attention import flash_attn_bwd, flash_attn_fwd  # noqa: F401
 from msltrans.workloads.attention_plain import attn_fwd  # noqa: F401
-from msltrans.workloads.grouped_matmul import ieee_tile
 from msltrans.workloads.softmax_layernorm import layer_norm_fwd_rows, row_softmax_kernel  # noqa: F401
 
 
@@ -32,6 +31,8 @@ def vadd(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
     a = tl.load(a_ptr + idx, mask=keep)
     b = tl.load(b_ptr + idx, mask=keep)
     tl.store(out_ptr + idx, a + b, mask=keep)
+
+
 
 
 @triton.jit
@@ -49,10 +50,31 @@ def row_sums(x_ptr, out_ptr, stride, cols, ROWS: tl.constexpr, BLOCK: tl.constex
 @triton.jit
 def tiled_matmul(a_ptr, b_ptr, c_ptr, M, N, K, s_am, s_ak, s_bk, s_bn, s_cm, s_cn,
                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr):
-    # C = A @ B, one BM x BN tile per program: the workloads' grouped tile and K loop
-    # (programs in groups of GROUP tile rows, rows and columns past the edge wrapped, K
-    # masked, ieee dots), the result stored as c_ptr's type under the bounds mask.
-    tm, tn, acc = ieee_tile(a_ptr, b_ptr, M, N, K, s_am, s_ak, s_bk, s_bn, BM, BN, BK, GROUP)
+    # C = A @ B, one BM x BN tile per program. Programs are ordered in groups of GROUP tile
+    # rows so that neighbouring programs share A rows and B columns in the cache; rows and
+    # columns past the edge wrap (modulo) and are masked only at the store; K is masked.
+    pid = tl.program_id(0)
+    tiles_m = tl.cdiv(M, BM)
+    tiles_n = tl.cdiv(N, BN)
+    per_group = GROUP * tiles_n
+    group = pid // per_group
+    row0 = group * GROUP
+    rows_here = min(tiles_m - row0, GROUP)
+    tm = row0 + (pid % per_group) % rows_here
+    tn = (pid % per_group) // rows_here
+    rm = (tm * BM + tl.arange(0, BM)) % M
+    rn = (tn * BN + tl.arange(0, BN)) % N
+    rk = tl.arange(0, BK)
+    a_tile = a_ptr + rm[:, None] * s_am + rk[None, :] * s_ak
+    b_tile = b_ptr + rk[:, None] * s_bk + rn[None, :] * s_bn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, tl.cdiv(K, BK)):
+        left = K - k0 * BK
+        a = tl.load(a_tile, mask=rk[None, :] < left, other=0.0)
+        b = tl.load(b_tile, mask=rk[:, None] < left, other=0.0)
+        acc = tl.dot(a, b, acc, input_precision="ieee")
+        a_tile += BK * s_ak
+        b_tile += BK * s_bk
     out = acc.to(c_ptr.dtype.element_ty)
     cm = tm * BM + tl.arange(0, BM)
     cn = tn * BN + tl.arange(0, BN)
