@@ -37,26 +37,7 @@ import triton
 import triton.language as tl
 
 from msltrans import toolchain
-
-
-@triton.jit
-def add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
-    pid = tl.program_id(axis=0)
-    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    mask = offsets < n_elements
-    tl.store(output_ptr + offsets, tl.load(x_ptr + offsets, mask=mask)
-             + tl.load(y_ptr + offsets, mask=mask), mask=mask)
-
-
-@triton.jit
-def broadcast_add_kernel(x_ptr, row_ptr, out_ptr, M, N, stride_m,
-                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
-    mask = (rm[:, None] < M) & (rn[None, :] < N)
-    x = tl.load(x_ptr + rm[:, None] * stride_m + rn[None, :], mask=mask, other=0.0)
-    row = tl.load(row_ptr + rn, mask=rn < N, other=0.0)
-    tl.store(out_ptr + rm[:, None] * stride_m + rn[None, :], x + row[None, :], mask=mask)
+from msltrans.workloads.small_kernels import broadcast_add_kernel, softmax, vector_add
 
 
 @triton.jit
@@ -69,31 +50,21 @@ def scaled_sum_loop_kernel(x_ptr, out_ptr, n_iters, alpha, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, n_cols, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    x = tl.load(in_ptr + row * in_stride + cols, mask=cols < n_cols, other=-float("inf"))
-    x = x - tl.max(x, axis=0)
-    num = tl.exp(x)
-    tl.store(out_ptr + row * out_stride + cols, num / tl.sum(num, axis=0), mask=cols < n_cols)
-
-
-@triton.jit
 def trivial_kernel(x_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
 
 
 KERNELS: list[tuple[str, Any, dict[str, str], dict[str, Any], int]] = [
-    ("vector_add", add_kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32", "output_ptr": "*fp32",
-                                "n_elements": "i32"}, {"BLOCK_SIZE": 1024}, 4),
+    ("vector_add", vector_add, {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32",
+                                "n": "i32"}, {"BLOCK": 1024}, 4),
     ("broadcast_2d", broadcast_add_kernel, {"x_ptr": "*fp32", "row_ptr": "*fp32",
                                             "out_ptr": "*fp32", "M": "i32", "N": "i32",
                                             "stride_m": "i32"}, {"BLOCK_M": 32, "BLOCK_N": 64}, 4),
     ("loop", scaled_sum_loop_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32", "n_iters": "i32",
                                       "alpha": "fp32"}, {"BLOCK": 256}, 2),
-    ("softmax", softmax_kernel, {"out_ptr": "*fp32", "in_ptr": "*fp32", "in_stride": "i32",
-                                 "out_stride": "i32", "n_cols": "i32"}, {"BLOCK": 1024}, 4),
+    ("softmax", softmax, {"out_ptr": "*fp32", "in_ptr": "*fp32", "in_stride": "i32",
+                          "out_stride": "i32", "n_cols": "i32"}, {"BLOCK": 1024}, 4),
 ]
 
 

@@ -2,7 +2,7 @@
 
     python benchmarks/sim_lane_costs.py [--repeat 5] [--threads 1]
 
-The simulator runs every Metal thread as its own fiber (docs/simulator.md, "Execution
+The simulator runs every Metal thread as its own fiber (docs/sim-execution.md, "Execution
 model"), so each lane pays for every shuffle, reduction, barrier and simdgroup_matrix op
 separately. This script times small MSL kernels that do nothing but one such operation in a
 loop, and prints nanoseconds per lane and operation: the floor of the per-lane model, and

@@ -7,7 +7,7 @@ Kernels: those of benchmarks/sim_speed_cases.py (tutorial workloads) on the same
 Triton's interpreter (TRITON_INTERPRET=1) and by msltrans on the simulator with its default
 dispatch (MSLTRANS_SIM_THREADS unset), with one worker and with all cores pinned
 (MSLTRANS_SIM_THREADS); `--fibers` adds one core with every thread on its own
-fiber (MSLTRANS_SIM_LANES=fibers: what lanes mode gains, docs/simulator.md). The busy table
+fiber (MSLTRANS_SIM_LANES=fibers: what lanes mode gains, docs/sim-execution.md). The busy table
 (issue 39) runs the default dispatch and one worker again while one CPU-bound process
 (`python -c "while True: pass"`) runs beside them, started by this script and stopped
 after: the default must stay within 1.1x of one worker there, and be >= 1.5x faster than

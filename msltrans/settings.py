@@ -47,6 +47,7 @@ class Setting:
 
 
 _SIM = "[docs/simulator.md](docs/simulator.md)"
+_SIM_EXEC = "[docs/sim-execution.md](docs/sim-execution.md)"
 
 SETTINGS: tuple[Setting, ...] = (
     Setting(ENGINE, "MSLTRANS_ENGINE=mps\\|sim",
@@ -88,15 +89,16 @@ SETTINGS: tuple[Setting, ...] = (
             "check (a plain load of another threadgroup's store from a buffer that is not "
             "`coherent(device)` raises `CoherenceError`): `auto` (default) those using device "
             "atomics or `atomic_thread_fence`, `1` all, `0` none "
-            f"({_SIM}, \"Cross-threadgroup coherence\")"),
+            f"({_SIM_EXEC}, \"Cross-threadgroup coherence\")"),
     Setting(SIM_LANES, "MSLTRANS_SIM_LANES=fibers",
             "run every simulated thread on its own fiber, also for kernels the lanes pass gave "
             "a simdgroup-at-a-time function (the reference model; default: use that function; "
-            f"{_SIM}, \"Lanes mode\")"),
+            f"{_SIM_EXEC}, \"Lanes mode\")"),
     Setting(SIM_THREADS, "MSLTRANS_SIM_THREADS=N",
             "worker threads running a dispatch's threadgroups (default: the CPUs this process "
             "may use that no other program is using at the dispatch, so one on a busy "
-            f"machine; {_SIM}, \"Execution model\")", c_reader="the simulator's C runtime too"),
+            f"machine; {_SIM_EXEC}, \"Execution model\")",
+            c_reader="the simulator's C runtime too"),
     Setting(SIM_DISPATCH_TEST, "MSLTRANS_SIM_DISPATCH_TEST=chunk=N,reverse,late_ms=N",
             "how a dispatch hands out threadgroups, a test aid: `chunk=N` groups a claim, "
             "`reverse` claims from the last group down, `late_ms=N` pool workers start N ms "
@@ -121,7 +123,7 @@ SETTINGS: tuple[Setting, ...] = (
             "the lanes pass checks each liveness answer against a plain walk (a test aid, in "
             "the environment of the clang command)", c_reader="the lanes pass"),
     Setting(SIM_LANES_TRACE, "MSLTRANS_SIM_LANES_TRACE=1",
-            f"the lanes pass says why a kernel has no lanes entry ({_SIM}, \"Lanes mode\")",
+            f"the lanes pass says why a kernel has no lanes entry ({_SIM_EXEC}, \"Lanes mode\")",
             c_reader="the lanes pass"),
     Setting(TRACEBACK, "MSLTRANS_TRACEBACK=1", "full Python tracebacks from the `msltrans` CLI"),
     Setting(RECORD_MSL, "MSLTRANS_RECORD_MSL=DIR",

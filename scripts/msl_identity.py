@@ -6,6 +6,7 @@
     python3 scripts/msl_identity.py --base-record build/msl/base  # reuse a kept base record
     python3 scripts/msl_identity.py --record build/msl/base -- tests/lower  # one side only
     python3 scripts/msl_identity.py --compare DIR_A DIR_B         # two records, no test run
+    python3 scripts/msl_identity.py --base main --ignore-locations -- tests/e2e/test_fp8.py
 
 Each side runs pytest (`-n` workers, default 2; the arguments after `--` choose the tests,
 default the whole suite) with `MSLTRANS_RECORD_MSL=<folder>`: `lower_module` writes every
@@ -24,7 +25,10 @@ a record only with tests that lower in-process).
 The comparison lists kernels whose MSL exists on one side only, with a unified diff where a
 kernel name has one text on each side; exit status 0 when the two sets are identical, 1 when
 they differ, 2 when a side recorded nothing. Test failures are reported but do not decide
-the result (the MSL does).
+the result (the MSL does). The MSL names each op's Triton source line (`// tt.load
+kernels.py:32`), so a kernel moved to another file or line differs in those comments alone;
+`--ignore-locations` compares the texts with every `<file>.py:<line>` masked (per kernel name,
+the set of its texts on each side).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -128,6 +133,43 @@ def _kernel(filename: str) -> str:
     return filename[:-len(".metal")].rsplit("-", 1)[0]
 
 
+_LOCATION = re.compile(r"[\w./-]+\.py:\d+(?::\d+)?")
+
+
+def _masked(folder: Path) -> dict[str, set[str]]:
+    """kernel name -> its texts with the source locations masked."""
+    out: dict[str, set[str]] = {}
+    for path in folder.glob("*.metal"):
+        text = _LOCATION.sub("<file>.py:<line>", path.read_text())
+        out.setdefault(_kernel(path.name), set()).add(text)
+    return out
+
+
+def compare_masked(base: Path, head: Path, max_diff_lines: int = 80) -> int:
+    """compare() with the source locations masked (--ignore-locations)."""
+    a, b = _masked(base), _masked(head)
+    na, nb = sum(map(len, a.values())), sum(map(len, b.values()))
+    print(f"base: {na} kernel texts ({len(a)} kernels) in {base}\n"
+          f"head: {nb} kernel texts ({len(b)} kernels) in {head}, source locations masked")
+    if not a or not b:
+        print("a side recorded nothing: no comparison")
+        return 2
+    differ = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+    if not differ:
+        print(f"identical but for source locations: {na} kernel texts")
+        return 0
+    print(f"DIFFERENT: {len(differ)} kernel names: {differ}")
+    for kernel in differ:
+        only_a = sorted(a.get(kernel, set()) - b.get(kernel, set()))
+        only_b = sorted(b.get(kernel, set()) - a.get(kernel, set()))
+        print(f"\n== {kernel}: {len(only_a)} texts only in base, {len(only_b)} only in head")
+        if len(only_a) == 1 and len(only_b) == 1:
+            diff = list(difflib.unified_diff(only_a[0].splitlines(), only_b[0].splitlines(),
+                                             "base", "head", lineterm="", n=2))
+            print("\n".join(diff[:max_diff_lines]))
+    return 1
+
+
 def compare(base: Path, head: Path, max_diff_lines: int = 80) -> int:
     a, b = _records(base), _records(head)
     print(f"base: {len(a)} kernel texts in {base}\nhead: {len(b)} kernel texts in {head}")
@@ -174,10 +216,13 @@ def main() -> int:
                         help="only record the head side into DIR (a base for later runs)")
     parser.add_argument("--compare", nargs=2, type=Path, metavar="DIR",
                         help="only compare two record folders")
+    parser.add_argument("--ignore-locations", action="store_true",
+                        help="compare with the Triton source locations (file.py:line) masked")
     args, rest = parser.parse_known_args()
     pytest_args = rest[1:] if rest[:1] == ["--"] else rest
+    check = compare_masked if args.ignore_locations else compare
     if args.compare:
-        return compare(*args.compare)
+        return check(*args.compare)
     if not args.base and not args.base_record and not args.record:
         parser.error("give --base REF or --base-record DIR")
     work = Path(tempfile.mkdtemp(prefix="msl-identity-"))
@@ -206,7 +251,7 @@ def main() -> int:
         else:
             head_tree = REPO
         _run_side("head", head_tree, head_record, work, args.workers, pytest_args)
-        return compare(base_record, head_record)
+        return check(base_record, head_record)
     finally:
         for tree in trees:
             _git("worktree", "remove", "--force", str(tree))

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from msltrans import settings
+from msltrans.abi.alignment import AlignmentKey, sim_alignment
 
 
 @dataclass(frozen=True)
@@ -90,14 +91,11 @@ class MslProgram:
         return self.buffer_count if self.debug_sites else None
 
     @property
-    def sim_alignment(self) -> dict[Any, int]:
+    def sim_alignment(self) -> dict[AlignmentKey, int]:
         """The simulator's `buffer_alignment=`: {buffer: bytes}, and {(argument buffer,
         slot): bytes} for the pointers in the argument buffer."""
-        out: dict[Any, int] = dict(self.buffer_alignment)
-        index = self.argument_buffer_index
-        if index is not None:
-            out.update({(index, slot): a for slot, a in self.spilled_alignment})
-        return out
+        return sim_alignment(self.buffer_alignment, self.spilled_alignment,
+                             self.argument_buffer_index)
 
     @property
     def arg_casts(self) -> dict[int, str]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from msltrans.abi.alignment import sim_alignment
 from msltrans.abi.scalar_struct import ScalarPacker
 from msltrans.errors import MetalNonRecoverableError, MetalPointerDeviceError
 from msltrans.runtime.align_variants import AlignVariants
@@ -189,11 +190,10 @@ class Launcher:
         self.debug = DebugBuffer.from_metadata(metadata)
         # The simulator places buffers itself: it must keep the alignment the kernel was
         # specialised on (MslProgram.buffer_alignment). Metal buffers keep it by themselves.
-        alignment: dict[Any, int] = {
-            int(i): int(a) for i, a in getattr(metadata, "buffer_alignment", None) or ()}
-        # pointers in the argument buffer: keyed (argument buffer, slot)
-        alignment.update({(len(pointer_positions), int(slot)): int(a) for slot, a in
-                          getattr(metadata, "spilled_alignment", None) or ()})
+        # The argument buffer (if any) follows the direct pointers' buffers.
+        alignment = sim_alignment(getattr(metadata, "buffer_alignment", None) or (),
+                                  getattr(metadata, "spilled_alignment", None) or (),
+                                  len(pointer_positions))
         self.coherent = tuple(int(i) for i in getattr(metadata, "coherent_buffers", None) or ())
         self.engine_kwargs = ({"buffer_alignment": alignment}
                               if alignment and engine.name == "sim" else {})

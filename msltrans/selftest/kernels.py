@@ -1,30 +1,15 @@
 """The self-test's kernels: what Triton's tutorials 01-06 compute (vector add, fused softmax,
 matmul, dropout, layer norm, attention), plus reductions, scans, atomics, a volatile spin,
 dots and NaN signs, and the probes' kernels (subnormal arithmetic, atomic_ulong max/min, the
-fp32 dot whose bits name its order). Written for this project in the tutorials' style, small."""
+fp32 dot whose bits name its order). Written for this project in the tutorials' style, small;
+the vector add and the softmax are the workloads' (msltrans/workloads/small_kernels.py)."""
 
 from __future__ import annotations
 
 import triton
 import triton.language as tl
 
-
-@triton.jit
-def vector_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask),
-             mask=mask)
-
-
-@triton.jit
-def softmax(out_ptr, in_ptr, in_stride, out_stride, n_cols, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < n_cols
-    x = tl.load(in_ptr + row * in_stride + cols, mask=mask, other=-float("inf"))
-    num = tl.exp(x - tl.max(x, axis=0))
-    tl.store(out_ptr + row * out_stride + cols, num / tl.sum(num, axis=0), mask=mask)
+from msltrans.workloads.small_kernels import softmax, vector_add  # noqa: F401 - the cases' K.*
 
 
 @triton.jit

@@ -111,7 +111,7 @@ class Kernel:
     @property
     def lanes(self) -> bool:
         """Whether the kernel runs a simdgroup at a time (the lanes pass gave it that entry;
-        docs/simulator.md, "Lanes mode") unless MSLTRANS_SIM_LANES=fibers."""
+        docs/sim-execution.md, "Lanes mode") unless MSLTRANS_SIM_LANES=fibers."""
         return bool(self._lanes)
 
     @property

@@ -5,7 +5,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from msltrans.workloads.grouped_matmul import grouped_tile
+from msltrans.workloads.grouped_matmul import ieee_tile
 
 
 @triton.jit
@@ -38,37 +38,14 @@ def dot_strided_kernel(a_ptr, b_ptr, out_ptr, sam, sak, sbk, sbn, M: tl.constexp
 
 
 @triton.jit
-def _ieee_tile(a_ptr, b_ptr, M, N, K, sa_m, sa_k, sb_k, sb_n, BM: tl.constexpr,
-               BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr):
-    """The grouped tile of this program and its fp32 accumulator over K (inlined by Triton)."""
-    tile_m, tile_n = grouped_tile(tl.program_id(axis=0), M, N, BM, BN, GROUP_M)
-    a_rows = (tile_m * BM + tl.arange(0, BM)) % M
-    b_cols = (tile_n * BN + tl.arange(0, BN)) % N
-    kk = tl.arange(0, BK)
-    a_at = a_ptr + (a_rows[:, None] * sa_m + kk[None, :] * sa_k)
-    b_at = b_ptr + (kk[:, None] * sb_k + b_cols[None, :] * sb_n)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for step in range(0, tl.cdiv(K, BK)):
-        k_left = K - step * BK
-        a = tl.load(a_at, mask=kk[None, :] < k_left, other=0.0)
-        b = tl.load(b_at, mask=kk[:, None] < k_left, other=0.0)
-        # ieee spelled out: it is msltrans's default, but Triton's CUDA backend defaults to
-        # tf32 for fp32 operands.
-        acc = tl.dot(a, b, acc, input_precision="ieee")
-        a_at += BK * sa_k
-        b_at += BK * sb_k
-    return tile_m, tile_n, acc
-
-
-@triton.jit
 def matmul_f32_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sa_m, sa_k, sb_k, sb_n, sc_m, sc_n,
                       BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                       GROUP_M: tl.constexpr):
     """workloads/grouped_matmul.py's kernel with fp32 operands, storing the fp32 accumulator
     itself (so every bit of the K-loop fma chain is checked, not just an fp16 rounding of it);
     also the cross-vendor kernel (scripts/cuda_reference/dot_reference.py)."""
-    tile_m, tile_n, acc = _ieee_tile(a_ptr, b_ptr, M, N, K, sa_m, sa_k, sb_k, sb_n, BM, BN, BK,
-                                     GROUP_M)
+    tile_m, tile_n, acc = ieee_tile(a_ptr, b_ptr, M, N, K, sa_m, sa_k, sb_k, sb_n, BM, BN, BK,
+                                    GROUP_M)
     c_rows = tile_m * BM + tl.arange(0, BM)
     c_cols = tile_n * BN + tl.arange(0, BN)
     c_at = c_ptr + sc_m * c_rows[:, None] + sc_n * c_cols[None, :]
@@ -185,8 +162,8 @@ def matmul_store_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, sa_m, sa_k, sb_k
     one round-to-nearest-even rounding), under the bounds mask or (MASKED false: M and N
     multiples of the block) none, after adding a per-column fp32 bias and scaling by 0.5
     when BIAS: the resident epilogue's stores (lower/dot/direct_store.py)."""
-    tile_m, tile_n, acc = _ieee_tile(a_ptr, b_ptr, M, N, K, sa_m, sa_k, sb_k, sb_n, BM, BN, BK,
-                                     GROUP_M)
+    tile_m, tile_n, acc = ieee_tile(a_ptr, b_ptr, M, N, K, sa_m, sa_k, sb_k, sb_n, BM, BN, BK,
+                                    GROUP_M)
     c_rows = tile_m * BM + tl.arange(0, BM)
     c_cols = tile_n * BN + tl.arange(0, BN)
     c_at = c_ptr + sc_m * c_rows[:, None] + sc_n * c_cols[None, :]

@@ -33,10 +33,10 @@ def leaky(v):
 
 
 @triton.jit
-def grouped_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sa_m, sa_k, sb_k, sb_n, sc_m, sc_n,
-                          BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                          GROUP_M: tl.constexpr, EPILOGUE: tl.constexpr):
-    """C[M, N] (fp16) = A[M, K] @ B[K, N] through element strides, any M, N, K."""
+def ieee_tile(a_ptr, b_ptr, M, N, K, sa_m, sa_k, sb_k, sb_n, BM: tl.constexpr,
+              BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr):
+    """The grouped tile of this program and its fp32 accumulator over K (inlined by Triton):
+    the K loop of grouped_matmul_kernel and of workloads/dot_kernels.py's fp32 matmuls."""
     tile_m, tile_n = grouped_tile(tl.program_id(axis=0), M, N, BM, BN, GROUP_M)
     # Rows/columns past the edge read wrapped (valid) memory; the store drops them.
     a_rows = (tile_m * BM + tl.arange(0, BM)) % M
@@ -49,9 +49,21 @@ def grouped_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sa_m, sa_k, sb_k, sb_n, 
         k_left = K - step * BK  # columns of A / rows of B still to go; zeros past K
         a = tl.load(a_at, mask=kk[None, :] < k_left, other=0.0)
         b = tl.load(b_at, mask=kk[:, None] < k_left, other=0.0)
-        acc = tl.dot(a, b, acc)
+        # ieee spelled out: it is msltrans's default, but Triton's CUDA backend defaults to
+        # tf32 for fp32 operands.
+        acc = tl.dot(a, b, acc, input_precision="ieee")
         a_at += BK * sa_k
         b_at += BK * sb_k
+    return tile_m, tile_n, acc
+
+
+@triton.jit
+def grouped_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sa_m, sa_k, sb_k, sb_n, sc_m, sc_n,
+                          BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                          GROUP_M: tl.constexpr, EPILOGUE: tl.constexpr):
+    """C[M, N] (fp16) = A[M, K] @ B[K, N] through element strides, any M, N, K."""
+    tile_m, tile_n, acc = ieee_tile(a_ptr, b_ptr, M, N, K, sa_m, sa_k, sb_k, sb_n, BM, BN, BK,
+                                    GROUP_M)
     if EPILOGUE == "leaky":
         acc = leaky(acc)
     c = acc.to(tl.float16)

@@ -1,12 +1,14 @@
 """Record what Triton's CUDA backend does for fp8 conversions (run on the lent H200):
-    python scripts/cuda_reference/fp8_conversions.py OUT.npz
+    PYTHONPATH=. python scripts/cuda_reference/fp8_conversions.py OUT.npz
 Downcasts f32 / f16 / bf16 -> f8E4M3FN (tl.float8e4nv) and f8E5M2 (tl.float8e5) with
 rounding rtne and rtz: f16 and bf16 over all 65,536 bit patterns, f32 over a value set built
 around every fp8 value (itself, its f32 neighbours, the midpoints to the next fp8 value and
 their f32 neighbours: the RTNE ties), ±max and the overflow tie, ±inf, NaN, f32 denormals and
 log-uniform random values. Upcasts fp8 -> f32 / f16 / bf16 and fp8 -> fp8 over all 256 bit
 patterns. A conversion Triton refuses is recorded as `<key>_error` (its message).
-The .npz is committed as tests/data/cuda/fp8_conversions.npz (tests/e2e/test_fp8.py).
+The .npz is committed as tests/data/cuda/fp8_conversions.npz (tests/e2e/test_fp8.py); the
+downcast kernel is msltrans/workloads/fp8_kernels.py's, which the test runs too
+(`PYTHONPATH=.` from the repository root).
 """
 
 from __future__ import annotations
@@ -18,22 +20,12 @@ import torch
 import triton
 import triton.language as tl
 
+from msltrans.workloads.fp8_kernels import fp8_downcast
+
 DEV = "cuda"
 FP8 = {"e4m3": (4, 3, tl.float8e4nv), "e5m2": (5, 2, tl.float8e5)}
 SRC = {"float32": (torch.float32, tl.float32), "float16": (torch.float16, tl.float16),
        "bfloat16": (torch.bfloat16, tl.bfloat16)}
-
-
-@triton.jit
-def _down(x_ptr, out_ptr, n, DST: tl.constexpr, RTZ: tl.constexpr, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    x = tl.load(x_ptr + offs, mask=m)
-    if RTZ:
-        y = x.to(DST, fp_downcast_rounding="rtz")
-    else:
-        y = x.to(DST)
-    tl.store(out_ptr + offs, y.to(tl.uint8, bitcast=True), mask=m)
 
 
 @triton.jit
@@ -101,7 +93,7 @@ def main(path: str) -> None:
                 key = f"down_{src}_{name}_{rnd}"
                 out = torch.empty(x.numel(), dtype=torch.uint8, device=DEV)
                 try:
-                    _launch(_down, x, out, DST=f8, RTZ=rnd == "rtz")
+                    _launch(fp8_downcast, x, out, DST=f8, SRC=None, RTZ=rnd == "rtz")
                     rec[key] = out.cpu().numpy()
                 except Exception as e:  # noqa: BLE001 - record what Triton refuses
                     rec[key + "_error"] = np.array(f"{type(e).__name__}: {e}"[:2000])

@@ -25,29 +25,11 @@ from msltrans.workloads import scan_order_kernels as K
 
 
 @gluon.jit
-def _g_add(a, b):
-    return a + b
-
-
-@gluon.jit
-def _g_mul(a, b):
-    return a * b
-
-
-@gluon.jit
-def _g_half(a, b):
-    return a * 0.5 + b
-
-
-@gluon.jit
-def _g_pair(a1, b1, a2, b2):
-    return a1 * 0.5 + a2, (b1 + b2) + a1
-
-
-@gluon.jit
 def scan_order_3d_gluon(x_ptr, m_ptr, out_ptr, D0: gl.constexpr, D1: gl.constexpr,
                         D2: gl.constexpr, AXIS: gl.constexpr, DT: gl.constexpr,
                         IT: gl.constexpr, L: gl.constexpr):
+    """K.scan_order_3d with the blocked layout L given: the same ten scans (K._scans, a
+    @triton.jit helper inlined into this Gluon kernel)."""
     a0 = gl.arange(0, D0, layout=gl.SliceLayout(1, gl.SliceLayout(2, L)))
     a1 = gl.arange(0, D1, layout=gl.SliceLayout(0, gl.SliceLayout(2, L)))
     a2 = gl.arange(0, D2, layout=gl.SliceLayout(0, gl.SliceLayout(1, L)))
@@ -58,24 +40,9 @@ def scan_order_3d_gluon(x_ptr, m_ptr, out_ptr, D0: gl.constexpr, D1: gl.constexp
     o01 = o0 + o1
     o01, o2 = gl.broadcast(o01, o2)
     offs = o01 + o2
-    n: gl.constexpr = D0 * D1 * D2
     x = gl.load(x_ptr + offs).to(DT, bitcast=True)
     m = gl.load(m_ptr + offs).to(DT, bitcast=True)
-    gl.store(out_ptr + 0 * n + offs, gl.associative_scan(x, AXIS, _g_add).to(IT, bitcast=True))
-    gl.store(out_ptr + 1 * n + offs,
-             gl.associative_scan(x, AXIS, _g_add, reverse=True).to(IT, bitcast=True))
-    gl.store(out_ptr + 2 * n + offs, gl.associative_scan(m, AXIS, _g_mul).to(IT, bitcast=True))
-    gl.store(out_ptr + 3 * n + offs,
-             gl.associative_scan(m, AXIS, _g_mul, reverse=True).to(IT, bitcast=True))
-    gl.store(out_ptr + 4 * n + offs, gl.associative_scan(x, AXIS, _g_half).to(IT, bitcast=True))
-    gl.store(out_ptr + 5 * n + offs,
-             gl.associative_scan(x, AXIS, _g_half, reverse=True).to(IT, bitcast=True))
-    fa, fb = gl.associative_scan((x, m), AXIS, _g_pair)
-    gl.store(out_ptr + 6 * n + offs, fa.to(IT, bitcast=True))
-    gl.store(out_ptr + 7 * n + offs, fb.to(IT, bitcast=True))
-    ra, rb = gl.associative_scan((x, m), AXIS, _g_pair, reverse=True)
-    gl.store(out_ptr + 8 * n + offs, ra.to(IT, bitcast=True))
-    gl.store(out_ptr + 9 * n + offs, rb.to(IT, bitcast=True))
+    K._scans(x, m, out_ptr, offs, D0 * D1 * D2, AXIS, IT)
 
 
 @gluon.jit
@@ -85,8 +52,8 @@ def probe_2d_gluon(x_ptr, out_ptr, D0: gl.constexpr, D1: gl.constexpr, L: gl.con
     o0, o1 = gl.broadcast(o0, o1)
     offs = o0 + o1
     x = gl.load(x_ptr + offs)
-    gl.store(out_ptr + offs, gl.associative_scan(x, 0, _g_add))
-    gl.store(out_ptr + D0 * D1 + offs, gl.associative_scan(x, 0, _g_add, reverse=True))
+    gl.store(out_ptr + offs, gl.associative_scan(x, 0, K._add))
+    gl.store(out_ptr + D0 * D1 + offs, gl.associative_scan(x, 0, K._add, reverse=True))
 
 
 def _one(case: tuple) -> tuple[str, dict]:

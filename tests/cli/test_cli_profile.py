@@ -15,27 +15,27 @@ ROOT = Path(__file__).resolve().parents[2]
 
 SOFTMAX = textwrap.dedent('''
     import torch
-    import triton
-    import triton.language as tl
 
-
-    @triton.jit
-    def softmax_kernel(out_ptr, in_ptr, stride, n_cols, BLOCK: tl.constexpr):
-        row = tl.program_id(0)
-        offs = tl.arange(0, BLOCK)
-        x = tl.load(in_ptr + row * stride + offs, mask=offs < n_cols, other=-float("inf"))
-        x = x - tl.max(x, axis=0)
-        num = tl.exp(x)
-        tl.store(out_ptr + row * stride + offs, num / tl.sum(num, axis=0), mask=offs < n_cols)
+    from msltrans.workloads.small_kernels import softmax
 
 
     if __name__ == "__main__":
         x = torch.randn(6, 300)
         y = torch.empty_like(x)
         for _ in range(3):
-            softmax_kernel[(6,)](y, x, x.stride(0), 300, BLOCK=512, num_warps=4)
+            softmax[(6,)](y, x, x.stride(0), y.stride(0), 300, BLOCK=512, num_warps=4)
         print("max error", (y - torch.softmax(x, 1)).abs().max().item())
 ''')
+# The profiled kernel's file and the lines of its load and of its tl.max (the rows the test reads)
+KERNEL_FILE = ROOT / "msltrans" / "workloads" / "small_kernels.py"
+
+
+def _line(start: str) -> str:
+    lines = KERNEL_FILE.read_text().splitlines()
+    first = next(i for i, ln in enumerate(lines) if ln.startswith("def softmax("))
+    at = next(i for i, ln in enumerate(lines) if i > first and ln.strip().startswith(start))
+    return f"{KERNEL_FILE.name}:{at + 1}"
+
 
 
 @pytest.fixture
@@ -75,17 +75,18 @@ def test_reductions_and_repeated_launches(cache, tmp_path, capsys):
     assert cli.main(["profile", str(script), "--launches", "2", "--chip", "apple-m1"]) == 0
     captured = capsys.readouterr()
     assert "max error" in captured.err   # the program's output goes to stderr
-    assert "kernel `softmax_kernel`: 2 launch(es), 12 threadgroup(s)" in captured.out
+    assert "kernel `softmax`: 2 launch(es), 12 threadgroup(s)" in captured.out
     assert "ESTIMATE on Apple M1 (8-core GPU)" in captured.out
     rows = {line.split()[0]: line.split() for line in captured.out.splitlines()
-            if line.strip().startswith("softmax.py:")}
+            if line.strip().startswith(f"{KERNEL_FILE.name}:")}
     # the load: 2 launches x 6 rows x 3 simdgroup accesses of 16 bytes a lane (the row
     # stride 300 is a multiple of 4: the launch's alignment variant, whole runs under the
     # bound mask `offs < n_cols`, 300 = 75 runs of 4)
-    assert rows["softmax.py:11"][1] == "36x16B"
+    assert rows[_line("x = tl.load(")][1] == "36x16B"
     # tl.max: a shuffle per lane bit of each simdgroup, then a pass through threadgroup
     # memory between barriers (columns: ld st coal tg bank bar shfl red mma)
-    assert int(rows["softmax.py:12"][6]) > 0 and int(rows["softmax.py:12"][7]) > 0
+    reduce = rows[_line("num = tl.exp(x - tl.max(")]
+    assert int(reduce[6]) > 0 and int(reduce[7]) > 0
 
 
 def test_errors(cache, tmp_path, capsys):
@@ -93,7 +94,7 @@ def test_errors(cache, tmp_path, capsys):
     script.write_text(SOFTMAX)
     with pytest.raises(SystemExit):
         cli.main(["profile", str(script), "--kernel", "nope"])
-    assert "did not launch a kernel 'nope' (launched: softmax_kernel)" in capsys.readouterr().err
+    assert "did not launch a kernel 'nope' (launched: softmax)" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli.main(["profile", str(tmp_path / "missing.py")])
     assert "no such file" in capsys.readouterr().err

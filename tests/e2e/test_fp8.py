@@ -21,27 +21,13 @@ from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir import read_module
 from msltrans.lower import lower_module
 from msltrans.toolchain import to_ttgir
+from msltrans.workloads.fp8_kernels import fp8_downcast
 from tests.support.run_kernel import dispatch, run_kernel
 
 REF = np.load(Path(__file__).resolve().parents[1] / "data" / "cuda" / "fp8_conversions.npz")
 TL8 = {"e4m3": tl.float8e4nv, "e5m2": tl.float8e5}
 TORCH8 = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
 TLSRC = {"float32": None, "float16": tl.float16, "bfloat16": tl.bfloat16}
-
-
-@triton.jit
-def _down(x_ptr, o_ptr, n, DST: tl.constexpr, SRC: tl.constexpr, RTZ: tl.constexpr,
-          BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    x = tl.load(x_ptr + offs, mask=m)
-    if SRC is not None:
-        x = x.to(SRC, bitcast=True)
-    if RTZ:
-        y = x.to(DST, fp_downcast_rounding="rtz")
-    else:
-        y = x.to(DST)
-    tl.store(o_ptr + offs, y.to(tl.uint8, bitcast=True), mask=m)
 
 
 @triton.jit
@@ -60,7 +46,7 @@ def _inputs(src: str) -> np.ndarray:
 def test_downcast_matches_cuda(src: str, fmt: str) -> None:
     x = _inputs(src)
     out = np.zeros(len(x), np.uint8)
-    run_kernel(_down, (triton.cdiv(len(x), 512),), x, out, len(x), DST=TL8[fmt],
+    run_kernel(fp8_downcast, (triton.cdiv(len(x), 512),), x, out, len(x), DST=TL8[fmt],
                SRC=TLSRC[src], RTZ=False, BLOCK=512)
     ref = REF[f"down_{src}_{fmt}_rtne"]
     bad = np.nonzero(out != ref)[0]
@@ -71,8 +57,8 @@ def test_downcast_matches_cuda(src: str, fmt: str) -> None:
 def test_downcast_rtz_f32_to_e5m2_matches_cuda() -> None:
     x = REF["in_float32"]
     out = np.zeros(len(x), np.uint8)
-    run_kernel(_down, (triton.cdiv(len(x), 512),), x, out, len(x), DST=tl.float8e5, SRC=None,
-               RTZ=True, BLOCK=512)
+    run_kernel(fp8_downcast, (triton.cdiv(len(x), 512),), x, out, len(x), DST=tl.float8e5,
+               SRC=None, RTZ=True, BLOCK=512)
     np.testing.assert_array_equal(out, REF["down_float32_e5m2_rtz"])
 
 
@@ -82,7 +68,8 @@ def test_downcast_edge_values_explicit() -> None:
                   2.0**-10, 2.0**-10 * 1.5, 2.0**-9 * 1.5, 2.0**-9 * 2.5, 17.0, 19.0],
                  np.float32)
     out = np.zeros(len(x), np.uint8)
-    run_kernel(_down, (1,), x, out, len(x), DST=tl.float8e4nv, SRC=None, RTZ=False, BLOCK=16)
+    run_kernel(fp8_downcast, (1,), x, out, len(x), DST=tl.float8e4nv, SRC=None, RTZ=False,
+               BLOCK=16)
     # 2^-10 is half the smallest subnormal: tie to even (0); 1.5 * 2^-10 -> 2^-9; 1.5 * 2^-9
     # ties to 2 * 2^-9; 2.5 * 2^-9 ties to 2 * 2^-9; 17 ties to 16, 19 to 20 (3 mantissa bits).
     want = [0x7E, 0x7E, 0x7E, 0x7E, 0x7E, 0xFE, 0x7F, 0x7F, 0x00, 0x80, 0x00, 0x01, 0x02, 0x02,
@@ -212,8 +199,8 @@ def test_fp8_to_fp8_refuses() -> None:
 @pytest.mark.parametrize("src", ["*fp16", "*bf16"])
 def test_rtz_other_than_f32_to_e5m2_refuses(src: str) -> None:
     with pytest.raises(MetalNonRecoverableError, match="rounding rtz is not supported"):
-        _compile(_down, {"x_ptr": src, "o_ptr": "*u8", "n": "i32"}, DST=tl.float8e4nv, SRC=None,
-                 RTZ=True, BLOCK=64)
+        _compile(fp8_downcast, {"x_ptr": src, "o_ptr": "*u8", "n": "i32"}, DST=tl.float8e4nv,
+                 SRC=None, RTZ=True, BLOCK=64)
 
 
 @pytest.mark.parametrize("ty", ["*fp8e4b15", "*fp8e4b8", "*fp8e5b16"])

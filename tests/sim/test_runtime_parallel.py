@@ -109,7 +109,7 @@ def test_time_limit_stops_every_worker(lib, monkeypatch):
 
 STALE = HEADER + """
 kernel void poke_before(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {
-    if (i == 0) out[-1] = 7.0f;   // in the staging padding: not caught (docs/simulator.md)
+    if (i == 0) out[-1] = 7.0f;   // in the staging padding: not caught (docs/sim-execution.md)
 }
 kernel void peek_before(device const float* x [[buffer(0)]], device float* y [[buffer(1)]]) {
     y[0] = x[-1];

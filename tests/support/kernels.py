@@ -3,6 +3,8 @@
 import triton
 import triton.language as tl
 
+from msltrans.workloads.small_kernels import broadcast_add_kernel  # noqa: F401 - shared
+
 
 @triton.jit
 def vadd_kernel(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
@@ -16,20 +18,6 @@ def vadd_kernel(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
     b = tl.load(b_ptr + idx, mask=live)
     total = a + b
     tl.store(out_ptr + idx, total, mask=live)
-
-
-@triton.jit
-def broadcast_add_kernel(x_ptr, row_ptr, out_ptr, M, N, stride_m,
-                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    # out[m, n] = x[m, n] + row[n], 2-D tiles with masks on both edges.
-    pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    mask = (rm[:, None] < M) & (rn[None, :] < N)
-    x = tl.load(x_ptr + rm[:, None] * stride_m + rn[None, :], mask=mask, other=0.0)
-    row = tl.load(row_ptr + rn, mask=rn < N, other=0.0)
-    tl.store(out_ptr + rm[:, None] * stride_m + rn[None, :], x + row[None, :], mask=mask)
 
 
 @triton.jit
