@@ -143,6 +143,10 @@ def _split(values: list[Any], budget: int, node: Any) -> None:
                 f"keep the kernel within {KERNEL_BUFFERS} buffers")
 
 
+# Set on the installed wrapper: tests and a second install() recognise it.
+MARK = "__msltrans_pointer_bound__"
+
+
 def split_wide_node(run_node: Callable[..., Any]) -> Callable[..., Any]:
     """`GraphLowering.run_node` that first realizes inputs an op would inline past the bound."""
 
@@ -154,7 +158,7 @@ def split_wide_node(run_node: Callable[..., Any]) -> Callable[..., Any]:
                 _split(values, budget, n)
         return run_node(self, n)
 
-    run.__msltrans_pointer_bound__ = True  # type: ignore[attr-defined]
+    setattr(run, MARK, True)
     return run
 
 

@@ -51,7 +51,7 @@ def test_limits_follow_the_slot_count() -> None:
     assert config.combo_kernel_max_num_args == pointer_bound.KERNEL_BUFFERS
     from torch._inductor.graph import GraphLowering
 
-    assert getattr(GraphLowering.run_node, "__msltrans_pointer_bound__", False)
+    assert getattr(GraphLowering.run_node, pointer_bound.MARK, False)
 
 
 def test_sum_of_30_tensors() -> None:
