@@ -153,7 +153,7 @@ unsigned msl_sim_mma_wait(msl_sim_mma *op, const msl_sim_site *site);
 /* refs reached 0 on a finished op: give it back. */
 void msl_sim_mma_free(msl_sim_mma *op);
 
-/* Lanes mode (docs/simulator.md, "Lanes mode"): the lanes pass replaces every call of
+/* Lanes mode (docs/sim-execution.md, "Lanes mode"): the lanes pass replaces every call of
    msl_sim_lanes_mode by 1 inside a kernel's lanes entry and by 0 everywhere else, so the shim
    can give a simdgroup run as one function its own matrix path. The runtime's definition
    (0) serves libraries compiled without the pass. Const: the compiler may merge and move
