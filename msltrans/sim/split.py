@@ -38,8 +38,9 @@ from pathlib import Path
 from msltrans.sim.compiler import Compiler
 
 # Instructions in one function of the front end's IR (before any optimisation) from which a
-# kernel is compiled this way. The attention kernels of the test suite have 4,800-24,800;
-# the six from 11,000 up took 8.6-20.6 s to build in one step, the others under 8 s.
+# kernel is compiled this way. The attention kernels of the test suite have 4,800-24,800:
+# the seven from 11,600 up are its larger backward and forward kernels (5.7-18.8 s to build
+# in one step, the four measured), those under 10,000 its smaller ones.
 SPLIT_MIN_INSTRUCTIONS = 10_000
 # GVN's scalar and load PRE (partial redundancy elimination) off, full redundancies still
 # removed; no SLP vectoriser (the loop vectoriser stays). On the attention backward: GVN
