@@ -45,7 +45,7 @@ from msltrans.sim.prepare import (
     rewrite_threadgroup_decls,
     split_preprocessed,
 )
-from msltrans.sim.split import compile_split, wants_split
+from msltrans.sim.split import compile_split, largest_function, wants_split
 from msltrans.sim.store import Built, file_hash
 from msltrans.sim.unroll import cap_unrolls
 
@@ -208,9 +208,10 @@ def build(source: str, name: str, compiler: Compiler, key: str,
                 return subprocess.run(args, capture_output=True, cwd=work).returncode == 0
 
             codegen = [f for f in CODEGEN_FLAGS if f not in ("-shared", "-nostdlib")]
-            if (not instrumented and not is_large(source) and wants_split(ir_text)
-                    and compile_split(compiler, [*codegen, *lanes, "-ffp-contract=off",
-                                                 *TIME_REPORT],
+            if (not instrumented and not is_large(source)
+                    and wants_split(largest_function(ir_text))
+                    and compile_split(compiler,
+                                      [*codegen, *lanes, "-ffp-contract=off", *TIME_REPORT],
                                       [*codegen, "-ffp-contract=off"], list(compiler.link_flags),
                                       f"{name}.ll", str(tmp), split_step, split_try)):
                 phases.pop("ignored", None)

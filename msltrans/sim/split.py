@@ -14,16 +14,17 @@ the build instead:
    code and everything else staying in the other, and code-generates the two at once, one
    process a core: the lanes functions at -O2, the per-thread code at REST_CODEGEN (-O0).
    Lanes mode, the default wherever the pass gave a kernel a lanes entry, never runs the
-   per-thread code; MSLTRANS_SIM_LANES=fibers does, up to 2x slower than at -O2;
+   per-thread code; MSLTRANS_SIM_LANES=fibers does, up to 1.5x slower than at -O2;
 3. links the two objects into the kernel library.
 
-On the attention backward (2 cores, load average 1): 20.6 s -> 10.1-10.7 s, its run time in
-lanes mode the same (benchmarks/sim_attention_run.py; docs/simulator.md, "Build time").
+On the largest attention backward (2 cores, load average 1): 17-19 s -> 11.5 s, the same
+bits, its run time in lanes mode within 2 % (benchmarks/sim_attention_run.py;
+docs/simulator.md, "Build time").
 Every step keeps the IEEE semantics (no fast-math, contraction only where written): the
 same values, bit for bit. A module without a lanes function (the pass left the kernel on
 fibers) is code-generated in one step at -O2: its per-thread code is what runs. Smaller
-kernels keep clang's one optimise-and-generate step (two more processes cost more than they
-save there), and so do compilers without `llvm-extract` beside them (the ziglang package).
+kernels keep clang's one optimise-and-generate step (see SPLIT_MIN_INSTRUCTIONS), and so do
+compilers without `llvm-extract` beside them (the ziglang package).
 """
 
 from __future__ import annotations
@@ -39,19 +40,22 @@ from msltrans.sim.compiler import Compiler
 
 # Instructions in one function of the front end's IR (before any optimisation) from which a
 # kernel is compiled this way. The attention kernels of the test suite have 4,800-24,800:
-# the seven from 11,600 up are its larger backward and forward kernels (5.7-18.8 s to build
-# in one step, the four measured), those under 10,000 its smaller ones.
-SPLIT_MIN_INSTRUCTIONS = 10_000
+# the two from 20,000 up (the backward kernels of HEAD_DIM 128) took 7-19 s to build in one
+# step. Those of 11,600-15,500 (5.4-7.7 s) gained little from the split steps (their
+# code generation is shorter; without the SLP vectoriser their lanes-mode runs took 7-10 %
+# longer, with it their builds 5-7 s either way) and keep the one step, whose per-thread
+# code runs at full speed on fibers.
+SPLIT_MIN_INSTRUCTIONS = 20_000
 # GVN's scalar and load PRE (partial redundancy elimination) off, full redundancies still
-# removed; no SLP vectoriser (the loop vectoriser stays). On the attention backward: GVN
-# 3.8 -> 2.1 s of CPU, SLP's 1.5-2.4 s gone, the whole build 12.4 -> 10.4 s (two builds
-# each); its run time in lanes mode and the bits of its results the same.
+# removed, and no SLP vectoriser (the loop vectoriser stays): on the largest attention
+# backward GVN took 3.8 s of CPU with PRE, 2.1 s without, and SLP 1.5-2.4 s; its run time in
+# lanes mode moved by under 2 %.
 OPT_FLAGS = ("-mllvm", "-enable-load-pre=false", "-mllvm", "-enable-pre=false",
              "-fno-slp-vectorize")
 # Code generation's level for the per-thread code of a kernel that has a lanes entry: -O0's
 # (fast instruction selection and register allocation) took 1.3 s of CPU on the attention
 # backward's where -O2's took 4.7 s (-O1's and -O2 with fast instruction selection 4.4-4.6 s);
-# on fibers its backward then ran 1.0-2.1x longer (6.9 -> 14.0 ms the smallest case).
+# on fibers the HEAD_DIM 128 backward then ran 1.0-1.45x longer.
 REST_CODEGEN = "-O0"
 LANES_FUNCTIONS = r"^__msl_sim_lanes_[0-9]+$"
 
@@ -73,9 +77,10 @@ def largest_function(ir: str) -> int:
         pos = stop
 
 
-def wants_split(ir: str) -> bool:
-    """Whether a kernel's front-end IR is compiled in the split steps."""
-    return largest_function(ir) >= SPLIT_MIN_INSTRUCTIONS
+def wants_split(size: int) -> bool:
+    """Whether a kernel whose front-end IR's largest function has `size` instructions
+    (largest_function) is compiled in the split steps."""
+    return size >= SPLIT_MIN_INSTRUCTIONS
 
 
 @functools.lru_cache(maxsize=4)
@@ -102,8 +107,8 @@ def compile_split(compiler: Compiler, optimise: list[str], codegen: list[str],
     """Compile `ir` (the front end's IR, in the working directory) into the shared library
     `output` in the split steps; False where this compiler has no `llvm-extract` (then the
     caller compiles in one step). `optimise`: clang's flags for the optimisation step (the
-    lanes pass, -ftime-report); `codegen`: code generation's flags; `run(argv, what)` runs a
-    step and raises on failure, its stderr returned; `try_run(argv)` whether a step
+    lanes pass, -ftime-report); `codegen`: code generation's flags; `run(argv, what)` runs
+    a step and raises on failure, its stderr returned; `try_run(argv)` whether a step
     succeeded."""
     extract = extract_tool(compiler)
     if extract is None:
