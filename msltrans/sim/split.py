@@ -14,12 +14,12 @@ the build instead:
    code and everything else staying in the other, and code-generates the two at once, one
    process a core: the lanes functions at -O2, the per-thread code at REST_CODEGEN (-O0).
    Lanes mode, the default wherever the pass gave a kernel a lanes entry, never runs the
-   per-thread code; MSLTRANS_SIM_LANES=fibers does, up to 1.5x slower than at -O2;
+   per-thread code; MSLTRANS_SIM_LANES=fibers does, about 2x slower than at -O2;
 3. links the two objects into the kernel library.
 
-On the largest attention backward (2 cores, load average 1): 17-19 s -> 11.5 s, the same
-bits, its run time in lanes mode within 2 % (benchmarks/sim_attention_run.py;
-docs/simulator.md, "Build time").
+On the largest attention backward (2 cores, load average 1): 15-16 s -> 9.0-9.4 s, the same
+bits, a backward call in lanes mode 8-11 % longer (without the SLP vectoriser;
+benchmarks/sim_attention_run.py; docs/simulator.md, "Build time").
 Every step keeps the IEEE semantics (no fast-math, contraction only where written): the
 same values, bit for bit. A module without a lanes function (the pass left the kernel on
 fibers) is code-generated in one step at -O2: its per-thread code is what runs. Smaller
@@ -40,22 +40,23 @@ from msltrans.sim.compiler import Compiler
 
 # Instructions in one function of the front end's IR (before any optimisation) from which a
 # kernel is compiled this way. The attention kernels of the test suite have 4,800-24,800:
-# the two from 20,000 up (the backward kernels of HEAD_DIM 128) took 7-19 s to build in one
-# step. Those of 11,600-15,500 (5.4-7.7 s) gained little from the split steps (their
-# code generation is shorter; without the SLP vectoriser their lanes-mode runs took 7-10 %
-# longer, with it their builds 5-7 s either way) and keep the one step, whose per-thread
-# code runs at full speed on fibers.
+# the two from 20,000 up (the causal backward kernels, HEAD_DIM 32 and 64) took 7-16 s to
+# build in one step. Those of 11,600-15,500 (5.4-7.7 s) gained little from the split steps
+# (their code generation is shorter) and keep the one step, whose per-thread code runs at
+# full speed on fibers.
 SPLIT_MIN_INSTRUCTIONS = 20_000
 # GVN's scalar and load PRE (partial redundancy elimination) off, full redundancies still
 # removed, and no SLP vectoriser (the loop vectoriser stays): on the largest attention
-# backward GVN took 3.8 s of CPU with PRE, 2.1 s without, and SLP 1.5-2.4 s; its run time in
-# lanes mode moved by under 2 %.
+# backward GVN took 3.8 s of CPU with PRE, 2.1 s without, and SLP 1.5-2.4 s. PRE changed
+# nothing measurable at run time; without SLP a backward call of the two kernels in lanes
+# mode takes 8-11 % longer (1.52 -> 1.64 ms, 2.53 -> 2.82 ms), for ~2 s less build.
 OPT_FLAGS = ("-mllvm", "-enable-load-pre=false", "-mllvm", "-enable-pre=false",
              "-fno-slp-vectorize")
 # Code generation's level for the per-thread code of a kernel that has a lanes entry: -O0's
 # (fast instruction selection and register allocation) took 1.3 s of CPU on the attention
 # backward's where -O2's took 4.7 s (-O1's and -O2 with fast instruction selection 4.4-4.6 s);
-# on fibers the HEAD_DIM 128 backward then ran 1.0-1.45x longer.
+# on fibers a backward call of the two kernels then took 2.0-2.1x as long (3.98 -> 7.93 ms,
+# 7.11 -> 15.11 ms).
 REST_CODEGEN = "-O0"
 LANES_FUNCTIONS = r"^__msl_sim_lanes_[0-9]+$"
 
