@@ -41,9 +41,9 @@ from msltrans.sim.compiler import Compiler
 # Instructions in one function of the front end's IR (before any optimisation) from which a
 # kernel is compiled this way. The attention kernels of the test suite have 4,800-24,800:
 # the two from 20,000 up (the causal backward kernels, HEAD_DIM 32 and 64) took 7-16 s to
-# build in one step. Those of 11,600-15,500 (5.4-7.7 s) gained little from the split steps
-# (their code generation is shorter) and keep the one step, whose per-thread code runs at
-# full speed on fibers.
+# build in one step. Those of 11,600-15,500 (two measured: 5.4-6.3 s) gained little from
+# the split steps (their code generation is shorter) and keep the one step, whose
+# per-thread code runs at full speed on fibers.
 SPLIT_MIN_INSTRUCTIONS = 20_000
 # GVN's scalar and load PRE (partial redundancy elimination) off, full redundancies still
 # removed, and no SLP vectoriser (the loop vectoriser stays): on the largest attention
