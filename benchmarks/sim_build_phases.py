@@ -8,7 +8,8 @@ cache, then summarise:
     python3 benchmarks/sim_build_phases.py /tmp/simcache
 
 prints the distribution of build times (median, p90, max) and the slowest kernels with
-their phases; --json writes the same as JSON; `--since EPOCH` keeps only the builds written
+their phases (and their pipeline where it is not the one-step compile: `[split]`,
+`[three-step]`); --json writes the same as JSON; `--since EPOCH` keeps only the builds written
 from that time on (CI prints the summary of what its test run built cold that way).
 Libraries built before phases were recorded are counted as unmeasured.
 """
@@ -48,7 +49,8 @@ def collect(cache: Path, since: float = 0.0) -> tuple[list[dict], int]:
             unmeasured += 1
             continue
         kernels = ",".join(k.get("name", "?") for k in data["kernels"])
-        found.append({"key": meta.stem[:16], "kernels": kernels, "phases": phases})
+        found.append({"key": meta.stem[:16], "kernels": kernels, "phases": phases,
+                      "pipeline": data.get("pipeline", "")})
     return found, unmeasured
 
 
@@ -77,7 +79,9 @@ def render(report: dict) -> str:
     for b in report["slowest"]:
         ph = b["phases"]
         cells = " ".join(f"{ph.get(p, 0.0):8.2f}" for p in PHASES[:-1])
-        lines.append(f"{ph['total']:7.2f} {cells}  {b['kernels'][:60]} ({b['key']})")
+        steps = b.get("pipeline", "")
+        steps = f" [{steps}]" if steps and steps != "one-step" else ""
+        lines.append(f"{ph['total']:7.2f} {cells}  {b['kernels'][:60]} ({b['key']}){steps}")
     return "\n".join(lines)
 
 

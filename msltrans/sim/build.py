@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -44,6 +45,7 @@ from msltrans.sim.prepare import (
     rewrite_threadgroup_decls,
     split_preprocessed,
 )
+from msltrans.sim.split import compile_split, largest_function, wants_split
 from msltrans.sim.store import Built, file_hash
 from msltrans.sim.unroll import cap_unrolls
 
@@ -120,6 +122,7 @@ def build(source: str, name: str, compiler: Compiler, key: str,
     shim_dir = include_flags()[1]
     phases: dict[str, float] = {}   # seconds per step (msltrans/sim/phases.py)
     clock = time.perf_counter()
+    lock = threading.Lock()
 
     def lap(what: str) -> None:
         nonlocal clock
@@ -188,9 +191,37 @@ def build(source: str, name: str, compiler: Compiler, key: str,
                 lap("opt" if what == "optimising" else "codegen")
                 return out
 
-            if instrumented or not is_large(source) or not compile_large(
+            def split_step(args: list[str], what: str) -> str:
+                report: list[str] = []
+                _run(args, work, what, name, keep, report)
+                with lock:   # the two code generation steps run at once
+                    if what == "optimising":
+                        seconds = time.perf_counter() - clock
+                        for phase, value in split_report(report[0], seconds).items():
+                            phases[phase] = phases.get(phase, 0.0) + value
+                        lap("ignored")
+                    else:
+                        lap("link" if what == "linking" else "codegen")
+                return report[0]
+
+            def split_try(args: list[str]) -> bool:
+                return subprocess.run(args, capture_output=True, cwd=work).returncode == 0
+
+            codegen = [f for f in CODEGEN_FLAGS if f not in ("-shared", "-nostdlib")]
+            if (not instrumented and not is_large(source)
+                    and wants_split(largest_function(ir_text))
+                    and compile_split(compiler,
+                                      [*codegen, *lanes, "-ffp-contract=off", *TIME_REPORT],
+                                      [*codegen, "-ffp-contract=off"], list(compiler.link_flags),
+                                      f"{name}.ll", str(tmp), split_step, split_try)):
+                phases.pop("ignored", None)
+                pipeline = "split"
+            elif not instrumented and is_large(source) and compile_large(
                     compiler, [*CODEGEN_FLAGS, "-ffp-contract=off"], list(compiler.link_flags),
                     f"{name}.ll", str(tmp), step):
+                pipeline = "three-step"
+            else:
+                pipeline = "one-step"
                 report: list[str] = []
                 _run(argv, work, "compiling (LLVM IR)", name, keep, report)
                 phases.update(split_report(report[0], time.perf_counter() - clock))
@@ -202,6 +233,6 @@ def build(source: str, name: str, compiler: Compiler, key: str,
             if not f.startswith(("<", shim_dir)) and f != name and os.path.isfile(f)}
     phases["total"] = sum(phases.values())
     meta = {"name": name, "kernels": [k.to_json() for k in kernels], "deps": deps,
-            "phases": {k: round(v, 4) for k, v in phases.items()}}
+            "phases": {k: round(v, 4) for k, v in phases.items()}, "pipeline": pipeline}
     atomic_write(out_dir / f"{key}.json", json.dumps(meta).encode())
     return Built(library, kernels, deps)

@@ -25,7 +25,7 @@ from msltrans import settings
 _SIM_DIR = Path(__file__).parent
 # Everything that changes what a given MSL source compiles to.
 _VERSIONED_FILES = ("prepare.py", "discover.py", "signatures.py", "entries.py", "build.py",
-                    "compiler.py", "large.py", "unroll.py", "store.py", "nan_canon.py",
+                    "compiler.py", "large.py", "split.py", "unroll.py", "store.py", "nan_canon.py",
                     "attributes.py", "lanes/plugin.py", "lanes/lanes_pass.cpp", "lanes/matrix.cpp",
                     "lanes/objects.cpp", "lanes/live.cpp", "lanes/pass.h")
 

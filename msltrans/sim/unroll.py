@@ -27,7 +27,7 @@ goes to Apple, the cache key) is unchanged. The results are the same IEEE operat
 same order either way (no fast-math, contraction off). Loops over simdgroup fragments are
 short (at most 64 tiles a simdgroup) and their matrix operations are not rendezvous of this
 kind, so their matrices stay at fixed places and lanes mode keeps taking them
-(docs/simulator.md, "Lanes mode").
+(docs/sim-execution.md, "Lanes mode").
 """
 
 from __future__ import annotations
