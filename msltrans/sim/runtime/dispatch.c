@@ -56,6 +56,7 @@
 
 static msl_sim_worker *workers[MSL_SIM_MAX_WORKERS];
 static pthread_t pool[MSL_SIM_MAX_WORKERS];
+static int steered[MSL_SIM_MAX_WORKERS];   /* msl_sim_steer's CPU + 1 of each pool thread */
 static unsigned pool_started = 1;           /* worker 0 is the caller: no thread */
 
 static struct {
@@ -110,6 +111,7 @@ static void forked_child(void) {
     joined = 0;
     spinning = 0;
     memset(asleep, 0, sizeof asleep);
+    memset(steered, 0, sizeof steered);
     msl_sim_timer_forget();
 }
 
@@ -273,6 +275,7 @@ static int spin_for_launch(unsigned long long seen, unsigned long long ns,
     for (unsigned i = 1;; i++) {
         *state = __atomic_load_n(&job_state, __ATOMIC_ACQUIRE);
         if (*state >> 32 != seen || ((i & 63) == 0 && msl_sim_now_ns() > until)) break;
+        if ((i & 63) == 0) sched_yield();
         cpu_relax();
     }
     __atomic_sub_fetch(&spinning, 1, __ATOMIC_RELAXED);
@@ -401,6 +404,7 @@ static int check_launch(const msl_sim_launch *l, msl_sim_report *r) {
 static void wake_sleepers(unsigned n_workers) {
     for (unsigned i = 1; i < n_workers; i++)
         if (__atomic_load_n(&asleep[i], __ATOMIC_SEQ_CST)) {
+            msl_sim_steer(pool[i], &steered[i]);
             __atomic_add_fetch(&wake_word[i], 1, __ATOMIC_RELEASE);
             futex_wake(&wake_word[i]);
         }

@@ -3,6 +3,7 @@
    threadgroup touches (fibers, simdgroups, threadgroup memory) belongs to its worker. */
 #ifndef MSLSIM_SCHED_H
 #define MSLSIM_SCHED_H
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdint.h>
 
@@ -271,6 +272,7 @@ typedef struct msl_sim_dispatch_hook {
 } msl_sim_dispatch_hook;
 unsigned msl_sim_cores(void);
 unsigned msl_sim_free_cores(unsigned spinning, const msl_sim_dispatch_hook *hook);
+void msl_sim_steer(pthread_t thread, int *steered);
 int msl_sim_dispatch_test(msl_sim_dispatch_hook *hook, char *message, unsigned long size);
 
 /* cas_spurious.c */
