@@ -192,6 +192,38 @@ def test_a_prewoken_worker_spins_a_while_then_sleeps(lib, monkeypatch):
     assert rt.msl_sim_prewake_spin_ns() == spun
 
 
+def _cpus(text: str) -> set[int]:
+    """A Cpus_allowed_list ('0-3,6') as a set."""
+    cpus: set[int] = set()
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return cpus
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_a_woken_worker_may_not_run_on_the_callers_cpu(lib, monkeypatch):
+    # msl_sim_steer: before a sleeping pool thread is woken, its affinity becomes the
+    # caller's CPUs less the one the caller runs on (a virtual machine's scheduler queued it
+    # behind the caller otherwise).
+    _set(monkeypatch, "2", "no_prewake")
+    flag, out = np.zeros(1, np.int32), np.zeros(1, np.int32)
+    lib.handshake(flag, out, threads=2, group_size=1, timeout=30.0)
+    time.sleep(0.05)               # the pool worker sleeps
+    lib.handshake(flag, out, threads=2, group_size=1, timeout=30.0)   # wakes it, steered
+    allowed = os.sched_getaffinity(0)
+    workers = []
+    for task in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{task}/comm") as comm:
+            if comm.read().strip() != "mslsim-worker":
+                continue
+        with open(f"/proc/self/task/{task}/status") as status:
+            line = next(x for x in status if x.startswith("Cpus_allowed_list:"))
+        workers.append(_cpus(line.split(":", 1)[1].strip()))
+    assert workers, "no pool thread named mslsim-worker"
+    assert any(len(cpus) == len(allowed) - 1 and cpus < allowed for cpus in workers), workers
+
+
 @pytest.mark.parametrize(("threads", "hook"), [("2", "chunk=3"), ("3", "chunk=7"),
                                                ("2", "late_ms=20"), ("4", "")])
 def test_errors_are_those_of_the_sequential_order(lib, sim, monkeypatch, threads, hook):

@@ -317,6 +317,7 @@ static void sleep_ms(unsigned long ms) {
 static void *pool_main(void *arg) {
     msl_sim_worker *w = arg;
     msl_sim_worker_signals(w);
+    pthread_setname_np(pthread_self(), "mslsim-worker");   /* as top and /proc show it */
     unsigned long long seen = 0;
     int worked = 0;
     for (;;) {
