@@ -156,6 +156,22 @@ class Compiler:
         """The same driver, for compiling the C runtime."""
         return list(self.argv)
 
+    def llvm_tool(self, name: str) -> str | None:
+        """An LLVM tool (`opt`, `llvm-extract`) of the install this clang driver belongs to
+        (`name` or `name-<major>` beside the driver's real path), if there is one."""
+        return _llvm_tool(self.argv, self.major, name)
+
+
+@functools.lru_cache(maxsize=16)
+def _llvm_tool(argv: tuple[str, ...], major: int, name: str) -> str | None:
+    if len(argv) != 1:
+        return None
+    real = Path(os.path.realpath(argv[0]))
+    for candidate in (real.with_name(name), real.with_name(f"{name}-{major}")):
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
 
 def _binary_key(argv: tuple[str, ...]) -> str | None:
     """Identity of a one-word clang command's binary (its real path, size and mtime), so its

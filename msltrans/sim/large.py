@@ -15,11 +15,8 @@ there), and so do compilers without an `opt` next to them (the ziglang package).
 
 from __future__ import annotations
 
-import functools
-import os
 import re
 from collections.abc import Callable
-from pathlib import Path
 
 from msltrans.sim.compiler import Compiler
 
@@ -34,17 +31,9 @@ def is_large(source: str) -> bool:
     return len(_LOOP.findall(source)) >= LARGE_KERNEL_LOOPS
 
 
-@functools.lru_cache(maxsize=4)
 def opt_tool(compiler: Compiler) -> str | None:
     """The `opt` of the LLVM install the clang driver belongs to, if there is one."""
-    if len(compiler.argv) != 1:
-        return None
-    real = Path(os.path.realpath(compiler.argv[0]))
-    for name in ("opt", f"opt-{compiler.major}"):
-        candidate = real.with_name(name)
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-    return None
+    return compiler.llvm_tool("opt")
 
 
 def compile_large(compiler: Compiler, codegen: list[str], link: list[str], ir: str,

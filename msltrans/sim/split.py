@@ -29,12 +29,9 @@ compilers without `llvm-extract` beside them (the ziglang package).
 
 from __future__ import annotations
 
-import functools
-import os
 import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 from msltrans.sim.compiler import Compiler
 
@@ -84,17 +81,9 @@ def wants_split(size: int) -> bool:
     return size >= SPLIT_MIN_INSTRUCTIONS
 
 
-@functools.lru_cache(maxsize=4)
 def extract_tool(compiler: Compiler) -> str | None:
     """The `llvm-extract` of the LLVM install the clang driver belongs to, if there is one."""
-    if len(compiler.argv) != 1:
-        return None
-    real = Path(os.path.realpath(compiler.argv[0]))
-    for name in ("llvm-extract", f"llvm-extract-{compiler.major}"):
-        candidate = real.with_name(name)
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-    return None
+    return compiler.llvm_tool("llvm-extract")
 
 
 def _with_level(flags: Sequence[str], level: str) -> list[str]:
