@@ -172,7 +172,7 @@ def test_a_prewoken_worker_spins_a_while_then_sleeps(lib, monkeypatch):
     flag, out = np.zeros(1, np.int32), np.zeros(1, np.int32)
     # completes once pool worker 1 runs group 1 (after any late_ms wait a test before set)
     lib.handshake(flag, out, threads=2, group_size=1, timeout=30.0)
-    time.sleep(0.05)               # it falls asleep
+    time.sleep(0.2)                # it falls asleep
     spun = rt.msl_sim_prewake_spin_ns()
     rt.msl_sim_prewake(41)
     time.sleep(0.1)
@@ -209,7 +209,7 @@ def test_a_woken_worker_may_not_run_on_the_callers_cpu(lib, monkeypatch):
     _set(monkeypatch, "2", "no_prewake")
     flag, out = np.zeros(1, np.int32), np.zeros(1, np.int32)
     lib.handshake(flag, out, threads=2, group_size=1, timeout=30.0)
-    time.sleep(0.05)               # the pool worker sleeps
+    time.sleep(0.2)                # the pool worker sleeps
     lib.handshake(flag, out, threads=2, group_size=1, timeout=30.0)   # wakes it, steered
     allowed = os.sched_getaffinity(0)
     workers = []
