@@ -75,10 +75,11 @@ unsigned msl_sim_free_cores(unsigned spinning, const msl_sim_dispatch_hook *hook
 /* Where a woken pool thread runs: the scheduler's choice, and on a virtual machine that is
    the waking thread's own CPU (an idle virtual CPU whose host thread is not running counts
    as preempted, not idle, to the guest's scheduler), so the woken thread waited behind the
-   caller until a balancing tick moved it: 1.8 ms on this 2-CPU machine after a 20 ms pause,
-   against 0.1 ms when it may not run on the caller's CPU. Before a pool thread is woken it is
-   allowed every CPU of this thread's set but the one the caller runs on; *steered keeps that
-   CPU + 1 (0: none yet), so a thread is set again only when the caller has moved. */
+   caller until a balancing tick moved it (benchmarks/sim_wake_latency.py: two threads'
+   2 ms of work took 4.0-5.4 ms after a pause on a 2-CPU machine, 2.1 ms steered). Before a
+   pool thread is woken it is allowed every CPU of this thread's set but the one the caller
+   runs on; *steered keeps that CPU + 1 (0: none yet), so a thread is set again only when
+   the caller has moved. */
 void msl_sim_steer(pthread_t thread, int *steered) {
     int cpu = sched_getcpu();
     if (cpu < 0 || cpu + 1 == *steered) return;
