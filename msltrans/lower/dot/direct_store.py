@@ -27,8 +27,7 @@ store's own layout).
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 
 from msltrans.ir.model import Block, Op, Value
@@ -37,6 +36,7 @@ from msltrans.lower.dot.fragments import linear_encoding, unit_layout
 from msltrans.lower.dot.info import render
 from msltrans.lower.dot.simdgroup import SimdPlan
 from msltrans.lower.dot.state import DotState
+from msltrans.lower.dot.switch import Switch
 from msltrans.lower.emitter import REG, Emitter
 from msltrans.lower.registry import lowering_of
 
@@ -54,17 +54,12 @@ _ROOTS = {"tt.make_range", "tt.splat", "arith.constant"}
 def _elementwise(op: Op) -> bool:
     return (op.name.startswith(("arith.", "math.")) or op.name in _TT_ELEMENTWISE) \
         and not op.regions
-_staged: list[bool] = [False]
+_staged = Switch(False)
 
 
-@contextlib.contextmanager
-def staged_epilogue() -> Iterator[None]:
+def staged_epilogue() -> AbstractContextManager[None]:
     """Tests and benchmarks: every resident loop leaves through the staged epilogue."""
-    _staged.append(True)
-    try:
-        yield
-    finally:
-        _staged.pop()
+    return _staged.set(True)
 
 
 @dataclass(frozen=True)
@@ -179,7 +174,7 @@ def _only_user(em: Emitter, v: Value) -> tuple[Op, int] | None:
 def plan(em: Emitter, loop: Op, result: Value, p: SimdPlan, batch: int) -> DirectStore | None:
     """The direct store of loop result `result` (a resident accumulator with plan `p`), or
     None when the staged epilogue must run (module docstring)."""
-    if batch != 1 or _staged[-1]:
+    if batch != 1 or _staged:
         return None
     ll = unit_layout(p.tm, p.tn, p.units_n, p.units, p.num_warps)
     if ll is None or not isinstance(result.type, TensorType) or result.type.shape != ll.shape:

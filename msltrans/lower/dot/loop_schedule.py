@@ -23,10 +23,10 @@ results or anything computed from them. The ops keep their relative order.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 from msltrans.ir.model import Block, Op, Region
+from msltrans.lower.dot.switch import Switch
 
 _LOADS = ("tt.load", "tt.descriptor_load")
 _SHAPE = ("tt.splat", "tt.broadcast", "tt.expand_dims", "tt.addptr", "tt.make_range",
@@ -35,17 +35,12 @@ _WRITES = ("store", "atomic", "call", "print", "assert", "barrier", "inline_asm"
            "extern_elementwise", "gather", "scatter")
 
 
-_enabled = [True]
+_enabled = Switch(True)
 
 
-@contextmanager
-def kept_in_order() -> Iterator[None]:
+def kept_in_order() -> AbstractContextManager[None]:
     """Lower with every loop body in its IR order (tests compare the two schedules' bits)."""
-    _enabled.append(False)
-    try:
-        yield
-    finally:
-        _enabled.pop()
+    return _enabled.set(False)
 
 
 def _side_effects(region: Region) -> bool:
@@ -63,7 +58,7 @@ def _movable(op: Op) -> bool:
 def loads_first(loop: Op, block: Block, first_dot: Op) -> tuple[Op, ...] | None:
     """The body's ops with every movable global load after `first_dot` (and its operands'
     producers after it) moved just before it, or None when nothing moves."""
-    if not _enabled[-1] or _side_effects(loop.regions[0]):
+    if not _enabled or _side_effects(loop.regions[0]):
         return None
     ops = list(block.ops)
     first = ops.index(first_dot)
