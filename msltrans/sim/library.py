@@ -148,9 +148,10 @@ class Kernel:
         if schedule not in native.SCHEDULES:
             raise LaunchError(f"schedule must be one of {sorted(native.SCHEDULES)}")
         bound, scalars = self._bind(args, arg_casts)
+        alignment: dict[Any, int] = buffer_alignment or {}
         for item in bound:
             key = item.index if item.entry is None else (item.index, item.entry)
-            item.align = int((buffer_alignment or {}).get(key, 1))  # type: ignore[call-overload]
+            item.align = int(alignment.get(key, 1))
         if threads is None:
             first = next((a for a in args if memory_of(a, 0) is not None), None)
             if first is None:
