@@ -9,8 +9,10 @@ cache, then summarise:
 
 prints the distribution of build times (median, p90, max) and the slowest kernels with
 their phases (and their pipeline where it is not the one-step compile: `[split]`,
-`[three-step]`); --json writes the same as JSON; `--since EPOCH` keeps only the builds written
-from that time on (CI prints the summary of what its test run built cold that way).
+`[three-step]`; `[loops kept]` where the long element loops of a very large function stayed
+loops, msltrans/sim/unroll.py); --json writes the same as JSON; `--since EPOCH` keeps only
+the builds written from that time on (CI prints the summary of what its test run built cold
+that way).
 Libraries built before phases were recorded are counted as unmeasured.
 """
 
@@ -50,7 +52,8 @@ def collect(cache: Path, since: float = 0.0) -> tuple[list[dict], int]:
             continue
         kernels = ",".join(k.get("name", "?") for k in data["kernels"])
         found.append({"key": meta.stem[:16], "kernels": kernels, "phases": phases,
-                      "pipeline": data.get("pipeline", "")})
+                      "pipeline": data.get("pipeline", ""),
+                      "element_loops": data.get("element_loops", "")})
     return found, unmeasured
 
 
@@ -79,8 +82,10 @@ def render(report: dict) -> str:
     for b in report["slowest"]:
         ph = b["phases"]
         cells = " ".join(f"{ph.get(p, 0.0):8.2f}" for p in PHASES[:-1])
-        steps = b.get("pipeline", "")
-        steps = f" [{steps}]" if steps and steps != "one-step" else ""
+        notes = [b.get("pipeline", "") if b.get("pipeline") != "one-step" else "",
+                 "loops kept" if b.get("element_loops") == "kept" else ""]
+        steps = ", ".join(n for n in notes if n)
+        steps = f" [{steps}]" if steps else ""
         lines.append(f"{ph['total']:7.2f} {cells}  {b['kernels'][:60]} ({b['key']}){steps}")
     return "\n".join(lines)
 

@@ -47,7 +47,7 @@ from msltrans.sim.prepare import (
 )
 from msltrans.sim.split import compile_split, largest_function, wants_split
 from msltrans.sim.store import Built, file_hash
-from msltrans.sim.unroll import cap_unrolls
+from msltrans.sim.unroll import cap_preprocessed, cap_unrolls, wants_loops
 
 # Unoptimised LLVM IR (the optimiser runs once, after the NaN rewrite).
 IR_FLAGS = ("-S", "-emit-llvm", "-Xclang", "-disable-llvm-passes")
@@ -162,8 +162,8 @@ def build(source: str, name: str, compiler: Compiler, key: str,
             shim_text, rest = split_shim(text, shim_dir)
             if shim_text == prelude[1]:
                 text, pch_flags = rest, [*USE_PCH, str(prelude[0])]
-        prepared = f"{name}.ii"
-        Path(work, prepared).write_text(text + "\n" + generate_entries(kernels))
+        prepared, prepared_text = f"{name}.ii", text + "\n" + generate_entries(kernels)
+        Path(work, prepared).write_text(prepared_text)
         # To LLVM IR before any optimisation, NaNs made Apple's (nan_canon.py), then optimised
         # and compiled as one.
         # The profiling build's sanitizer flags go to both steps: the front end marks the
@@ -173,9 +173,20 @@ def build(source: str, name: str, compiler: Compiler, key: str,
                 *includes, *pch_flags, *IR_FLAGS, "-o", f"{name}.ll", prepared]
         lap("preprocess")   # the source checks and rewrites above
         _run(argv, work, "compiling", name, keep)
-        lap("front_end")
         ir = Path(work, f"{name}.ll")
         ir_text = ir.read_text()
+        size, loops = largest_function(ir_text), "unrolled"
+        large = not instrumented and is_large(source)
+        if not instrumented and not large and wants_loops(size):
+            # A very large function: its long element loops stay loops (unroll.py; the
+            # three-step compile of large.py unrolls its kernels' loops first, and fast).
+            capped = cap_preprocessed(prepared_text)
+            if capped != prepared_text:
+                Path(work, prepared).write_text(capped)
+                _run(argv, work, "compiling", name, keep)
+                ir_text = ir.read_text()
+                loops = "kept"
+        lap("front_end")
         check_ir(ir_text, sources, sources)
         ir.write_text(canonicalize_nans(keep_threadgroup_alignment_checks(ir_text)))
         lap("nan_rewrite")
@@ -208,15 +219,14 @@ def build(source: str, name: str, compiler: Compiler, key: str,
                 return subprocess.run(args, capture_output=True, cwd=work).returncode == 0
 
             codegen = [f for f in CODEGEN_FLAGS if f not in ("-shared", "-nostdlib")]
-            if (not instrumented and not is_large(source)
-                    and wants_split(largest_function(ir_text))
+            if (not instrumented and not large and loops != "kept" and wants_split(size)
                     and compile_split(compiler,
                                       [*codegen, *lanes, "-ffp-contract=off", *TIME_REPORT],
                                       [*codegen, "-ffp-contract=off"], list(compiler.link_flags),
                                       f"{name}.ll", str(tmp), split_step, split_try)):
                 phases.pop("ignored", None)
                 pipeline = "split"
-            elif not instrumented and is_large(source) and compile_large(
+            elif large and compile_large(
                     compiler, [*CODEGEN_FLAGS, "-ffp-contract=off"], list(compiler.link_flags),
                     f"{name}.ll", str(tmp), step):
                 pipeline = "three-step"
@@ -233,6 +243,7 @@ def build(source: str, name: str, compiler: Compiler, key: str,
             if not f.startswith(("<", shim_dir)) and f != name and os.path.isfile(f)}
     phases["total"] = sum(phases.values())
     meta = {"name": name, "kernels": [k.to_json() for k in kernels], "deps": deps,
-            "phases": {k: round(v, 4) for k, v in phases.items()}, "pipeline": pipeline}
+            "phases": {k: round(v, 4) for k, v in phases.items()}, "pipeline": pipeline,
+            "element_loops": loops}
     atomic_write(out_dir / f"{key}.json", json.dumps(meta).encode())
     return Built(library, kernels, deps)

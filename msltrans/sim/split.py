@@ -19,7 +19,11 @@ the build instead:
 
 On the largest attention backward (2 cores, load average 1): 15-16 s -> 9.0-9.4 s, the same
 bits, a backward call in lanes mode 8-11 % longer (without the SLP vectoriser;
-benchmarks/sim_attention_run.py; docs/simulator.md, "Build time").
+benchmarks/sim_attention_run.py; docs/sim-speed.md, "Build time"). That kernel no longer
+takes these steps: a kernel of this size whose long element loops stay loops
+(msltrans/sim/unroll.py, the same size rule) builds in a few seconds in one step. What takes
+them now is a function of that size without such loops.
+
 Every step keeps the IEEE semantics (no fast-math, contraction only where written): the
 same values, bit for bit. A module without a lanes function (the pass left the kernel on
 fibers) is code-generated in one step at -O2: its per-thread code is what runs. Smaller

@@ -28,6 +28,19 @@ same order either way (no fast-math, contraction off). Loops over simdgroup frag
 short (at most 64 tiles a simdgroup) and their matrix operations are not rendezvous of this
 kind, so their matrices stay at fixed places and lanes mode keeps taking them
 (docs/sim-execution.md, "Lanes mode").
+
+A kernel whose largest function has LARGE_FUNCTION_INSTRUCTIONS or more instructions in the
+front end's IR (before any optimisation) is built with every unroll-requested loop of more
+than LARGE_FUNCTION_UNROLLED_TRIPS iterations left a loop, simdgroup-matrix loops included
+(cap_preprocessed, on the preprocessed text; the front end runs again, a few tenths of a
+second). In the test suite these are the causal attention backward kernels of HEAD_DIM 32
+and 64 (22,300 and 24,800 instructions): -O2 unrolled their loops of 4-64 iterations into
+over 100,000 instructions, and they built in 5.5-6.2 and 12.2-14.5 s alone (15.5 s in CI
+beside the other test worker); with their loops kept, in 2.6-2.8 and 3.6-3.7 s. A backward
+call then takes 2-4x as long in lanes mode (arrays of per-thread values and matrices stay in
+per-lane memory: 2.4 -> 5.0 ms, 4.2 -> 7.7 ms for the tests' shapes) and half as long on
+fibers, whose per-thread code the split compile (split.py) had generated at -O0; the bits
+are the same (benchmarks/sim_attention_run.py, docs/sim-speed.md).
 """
 
 from __future__ import annotations
@@ -38,10 +51,20 @@ import re
 MAX_SIM_UNROLLED_TRIPS = 64
 # The same for element loops whose body meets a SIMD-group rendezvous.
 MAX_SIM_UNROLLED_RENDEZVOUS_TRIPS = 8
+# Instructions in one function of the front end's IR from which element loops of more than
+# LARGE_FUNCTION_UNROLLED_TRIPS iterations stay loops (the kernels of the test suite below
+# it build in under 4 s; see the module's text).
+LARGE_FUNCTION_INSTRUCTIONS = 20_000
+LARGE_FUNCTION_UNROLLED_TRIPS = 2
 
 _PRAGMA = "msl_unroll "
 _LOOP = re.compile(r"\bmsl_unroll (?=for \(uint (\w+) = (\d+)u?; \1 < (\d+)u; "
                    r"(?:\+\+\1|\1 \+= (\d+)u)\)\s*)")
+# The pragma as the preprocessor writes it, before a loop of the same form (a line marker
+# may stand between them).
+_PREPROCESSED_LOOP = re.compile(
+    r"^#pragma clang loop unroll\(full\)\n(?=(?:# \d+ [^\n]*\n)?\s*for \(uint (\w+) = (\d+)u?; "
+    r"\1 < (\d+)u; (?:\+\+\1|\1 \+= (\d+)u)\))", re.M)
 _BRACES = re.compile(r"[{}]")
 # Calls that meet the other threads of a SIMD-group (or threadgroup) on the simulator.
 _RENDEZVOUS = re.compile(r"\b(?:simd|quad)_\w+\s*\(|\b(?:simdgroup|threadgroup)_barrier\s*\(")
@@ -143,3 +166,15 @@ def cap_unrolls(source: str, max_trips: int = MAX_SIM_UNROLLED_TRIPS,
             out += [source[done:match.start()], " " * len(_PRAGMA)]
             done = match.end()
     return "".join(out) + source[done:]
+
+
+def wants_loops(size: int) -> bool:
+    """Whether a kernel whose front-end IR's largest function has `size` instructions is
+    built with its element loops capped at LARGE_FUNCTION_UNROLLED_TRIPS (cap_preprocessed)."""
+    return size >= LARGE_FUNCTION_INSTRUCTIONS
+
+
+def cap_preprocessed(text: str, max_trips: int = LARGE_FUNCTION_UNROLLED_TRIPS) -> str:
+    """Preprocessed source `text` with the unroll pragma line of loops of over `max_trips`
+    iterations emptied (the line stays, so line numbers do too)."""
+    return _PREPROCESSED_LOOP.sub(lambda m: "\n" if _trips(m) > max_trips else m.group(0), text)
