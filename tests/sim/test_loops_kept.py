@@ -5,13 +5,12 @@ fibers."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 
 import msltrans.sim as sim
 from msltrans.sim import unroll
-from msltrans.sim.cache import cache_dir
+from msltrans.sim.store import build_metadata
+from tests.support.sim_modes import assert_same_bytes_in_each_mode
 
 PRAGMA = "#pragma clang loop unroll(full)\n"
 
@@ -70,14 +69,6 @@ kernel void loops(device const float* x [[buffer(0)]], device float* y [[buffer(
 """
 
 
-def _element_loops(name: str) -> str:
-    for meta in cache_dir().glob("*.json"):
-        data = json.loads(meta.read_text())
-        if isinstance(data, dict) and data.get("name") == name:
-            return data["element_loops"]
-    raise AssertionError(f"no cache metadata for {name}")
-
-
 def _run(lib) -> list[np.ndarray]:
     x = np.random.default_rng(7).standard_normal(64 * 8).astype(np.float32)
     outs = [np.zeros(64, np.float32), np.zeros(64, np.float16)]
@@ -88,19 +79,16 @@ def _run(lib) -> list[np.ndarray]:
 def test_loops_kept_give_the_same_bytes(monkeypatch, tmp_path):
     monkeypatch.setenv("MSLTRANS_SIM_CACHE_DIR", str(tmp_path))
     unrolled = sim.compile_shader(KERNEL, name="unrolled.metal")
-    assert _element_loops("unrolled.metal") == "unrolled"
+    assert build_metadata("unrolled.metal")["element_loops"] == "unrolled"
     monkeypatch.setattr(unroll, "LARGE_FUNCTION_INSTRUCTIONS", 10)
     kept = sim.compile_shader(KERNEL, name="kept.metal")
-    assert _element_loops("kept.metal") == "kept"
+    assert build_metadata("kept.metal")["element_loops"] == "kept"
     # A large function without long element loops has nothing to keep.
     short = KERNEL.replace("8u", "2u").replace("float a[8]", "float a[16]")
     sim.compile_shader(short, name="short.metal")
-    assert _element_loops("short.metal") == "unrolled"
+    assert build_metadata("short.metal")["element_loops"] == "unrolled"
     assert unrolled.loops.lanes and kept.loops.lanes
     expected = _run(unrolled)
     assert np.isfinite(expected[0]).all() and np.isfinite(expected[1]).all()
     assert expected[1].any()
-    for mode in ("lanes", "fibers"):
-        monkeypatch.setenv("MSLTRANS_SIM_LANES", mode)
-        for a, b in zip(expected, _run(kept), strict=True):
-            assert a.tobytes() == b.tobytes(), mode
+    assert_same_bytes_in_each_mode(expected, lambda: _run(kept), monkeypatch)

@@ -4,15 +4,14 @@ and on fibers (whose per-thread code it generates at -O0)."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
 import msltrans.sim as sim
 from msltrans.sim import split
-from msltrans.sim.cache import cache_dir
 from msltrans.sim.compiler import find_compiler
+from msltrans.sim.store import build_metadata
+from tests.support.sim_modes import assert_same_bytes_in_each_mode
 
 
 def _function(name: str, instructions: int) -> str:
@@ -58,11 +57,7 @@ def _run(lib) -> list[np.ndarray]:
 
 
 def _pipeline(name: str) -> str:
-    for meta in cache_dir().glob("*.json"):
-        data = json.loads(meta.read_text())
-        if isinstance(data, dict) and data.get("name") == name:
-            return data["pipeline"]
-    raise AssertionError(f"no cache metadata for {name}")
+    return build_metadata(name)["pipeline"]
 
 
 def test_split_compile_gives_the_same_bytes(monkeypatch, tmp_path):
@@ -77,10 +72,7 @@ def test_split_compile_gives_the_same_bytes(monkeypatch, tmp_path):
     assert one.split_me.lanes and two.split_me.lanes
     expected = _run(one)
     assert np.isfinite(expected[0]).all() and expected[1].any()
-    for mode in ("lanes", "fibers"):
-        monkeypatch.setenv("MSLTRANS_SIM_LANES", mode)
-        for a, b in zip(expected, _run(two), strict=True):
-            assert a.tobytes() == b.tobytes(), mode
+    assert_same_bytes_in_each_mode(expected, lambda: _run(two), monkeypatch)
 
 
 # No rendezvous: no lanes entry, so the split compile generates the per-thread code at -O2.
