@@ -58,13 +58,13 @@ LARGE_FUNCTION_INSTRUCTIONS = 20_000
 LARGE_FUNCTION_UNROLLED_TRIPS = 2
 
 _PRAGMA = "msl_unroll "
-_LOOP = re.compile(r"\bmsl_unroll (?=for \(uint (\w+) = (\d+)u?; \1 < (\d+)u; "
-                   r"(?:\+\+\1|\1 \+= (\d+)u)\)\s*)")
+# An element loop's header: counter, start, end and step are groups 1-4 (_trips).
+_HEADER = r"for \(uint (\w+) = (\d+)u?; \1 < (\d+)u; (?:\+\+\1|\1 \+= (\d+)u)\)"
+_LOOP = re.compile(rf"\bmsl_unroll (?={_HEADER}\s*)")
 # The pragma as the preprocessor writes it, before a loop of the same form (a line marker
 # may stand between them).
 _PREPROCESSED_LOOP = re.compile(
-    r"^#pragma clang loop unroll\(full\)\n(?=(?:# \d+ [^\n]*\n)?\s*for \(uint (\w+) = (\d+)u?; "
-    r"\1 < (\d+)u; (?:\+\+\1|\1 \+= (\d+)u)\))", re.M)
+    rf"^#pragma clang loop unroll\(full\)\n(?=(?:# \d+ [^\n]*\n)?\s*{_HEADER})", re.M)
 _BRACES = re.compile(r"[{}]")
 # Calls that meet the other threads of a SIMD-group (or threadgroup) on the simulator.
 _RENDEZVOUS = re.compile(r"\b(?:simd|quad)_\w+\s*\(|\b(?:simdgroup|threadgroup)_barrier\s*\(")
