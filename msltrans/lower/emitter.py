@@ -74,6 +74,7 @@ class Emitter:
     scratch_bytes: int = 0  # threadgroup scratch the body needs (need_scratch)
     tiles_live: int = 0  # loops whose fragment dots' tiles are pinned, being emitted
     scratch_beside_tiles: int = 0  # the most scratch any user needs while they are
+    scratch_uses: int = 0  # need_scratch calls so far (a tile staged earlier still intact?)
     op: Op | None = None  # the op being lowered (for error locations)
     # Axis facts of the function being emitted (msltrans.analysis.axis_info), when known:
     # they let loads and stores go vector-wide (vector_access.py).
@@ -321,6 +322,7 @@ class Emitter:
                       f"{THREADGROUP_MEMORY_BYTES // 1024} KB)",
                       "use a smaller BLOCK size")
         self.scratch_bytes = max(self.scratch_bytes, nbytes)
+        self.scratch_uses += 1
         if self.tiles_live:  # below the fragment dots' pinned tiles (dot/fragment_loop.py)
             self.scratch_beside_tiles = max(self.scratch_beside_tiles, nbytes)
         return "msl_scratch"

@@ -17,8 +17,13 @@ def attn_fwd(q_ptr, k_ptr, v_ptr, o_ptr, n_ctx, scale, HEAD: tl.constexpr,
     bh = tl.program_id(1)
     block = tl.program_id(0)
     if CAUSAL:
-        # The longest programs (the last query blocks) first: the short ones end the dispatch.
-        block = tl.num_programs(0) - 1 - block
+        # The longest programs (the last query blocks of every head) first, so the short ones
+        # end the dispatch: threadgroups start in grid order (x fastest), so the linear
+        # program index counts the heads fastest and the query blocks from the last one.
+        heads = tl.num_programs(1)
+        linear = tl.program_id(1) * tl.num_programs(0) + tl.program_id(0)
+        block = tl.num_programs(0) - 1 - linear // heads
+        bh = linear % heads
     q0 = block * BM
     rows = q0 + tl.arange(0, BM)
     d = tl.arange(0, HEAD)

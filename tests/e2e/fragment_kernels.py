@@ -33,3 +33,35 @@ def dot_chain_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, d_ptr, s_ptr, o_ptr, M: tl.c
     d0 = tl.load(d_ptr + rm[:, None] * P + rp[None, :])
     o = tl.dot(t, c, d0)
     tl.store(o_ptr + rm[:, None] * P + rp[None, :], o)
+
+
+@triton.jit
+def _sweep(acc, q, k_ptr, lo, hi, HEAD: tl.constexpr, BN: tl.constexpr):
+    d = tl.arange(0, HEAD)
+    for start in tl.range(lo, hi, BN):
+        keys = start + tl.arange(0, BN)
+        kt = tl.load(k_ptr + keys[None, :] * HEAD + d[:, None])
+        acc += tl.dot(q, kt) * 0.5
+    return acc
+
+
+@triton.jit
+def two_sweeps_kernel(q_ptr, k_ptr, o_ptr, n, HEAD: tl.constexpr, BM: tl.constexpr,
+                      BN: tl.constexpr, BETWEEN: tl.constexpr):
+    # Two loops over the keys with one Q, like tutorial 06's causal stages: o = Q Kᵀ / 2
+    # summed over both halves of the keys. BETWEEN 1: a column max over the rows (threadgroup
+    # scratch) between the loops, subtracted; 2: the first loop under an scf.if.
+    rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    d = tl.arange(0, HEAD)
+    q = tl.load(q_ptr + rows[:, None] * HEAD + d[None, :])
+    acc = tl.zeros([BM, BN], dtype=tl.float32)
+    half = n // 2
+    if BETWEEN == 2:
+        if n > BN:
+            acc = _sweep(acc, q, k_ptr, 0, half, HEAD, BN)
+    else:
+        acc = _sweep(acc, q, k_ptr, 0, half, HEAD, BN)
+    if BETWEEN == 1:
+        acc -= tl.max(acc, axis=0)[None, :]
+    acc = _sweep(acc, q, k_ptr, half, n, HEAD, BN)
+    tl.store(o_ptr + rows[:, None] * BN + tl.arange(0, BN)[None, :], acc)

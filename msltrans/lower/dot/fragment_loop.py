@@ -21,7 +21,14 @@ tiles at fixed offsets of a second threadgroup array, `msl_tiles`, for the whole
 `msl_tiles` points into `msl_scratch`, above the most scratch any other user needs while
 tiles are pinned (outside those loops the bytes are ordinary scratch again: every scratch
 user writes only after a barrier, and a loop's tiles are written only after its entry
-barrier). The whole must fit Metal's 32 KB; when it does not, kernel.py lowers again with the
+barrier). A loop whose loop-invariant operand is the one the previous pinning loop of the same block
+staged, at the same offset and in the same form, with nothing between the two loops that
+can write threadgroup memory (no op with regions, no call, no scratch user: `scratch_uses`
+unchanged), finds the copy still there and does not stage it again: tutorial 06's causal
+forward runs its two stages' loops on one Q, whose registers then die after the first
+copy instead of living through the first loop.
+
+The whole must fit Metal's 32 KB; when it does not, kernel.py lowers again with the
 per-step tiles of all dots sharing one region (each dot then needs its barrier before the
 copies too: 4 per attention step, Q still staged once), then without pinned tiles (every
 dot back on the shared scratch).
@@ -32,12 +39,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from msltrans.errors import MetalNonRecoverableError
-from msltrans.ir.model import Op, Region, Value
+from msltrans.ir.model import Block, Op, Region, Value
 from msltrans.lower.dot import loop_schedule, staging
 from msltrans.lower.dot.choose import choose
 from msltrans.lower.dot.fragment_mma import FragPlan, operand_source
 from msltrans.lower.dot.info import BYTES, align16, check, render
-from msltrans.lower.dot.state import PIN_SEPARATE, TILES, Pinned, tile_arena
+from msltrans.lower.dot.state import PIN_SEPARATE, TILES, Pinned, StagedBefore, tile_arena
 from msltrans.lower.emitter import Emitter
 
 
@@ -69,6 +76,36 @@ def _fragment_plan(em: Emitter, dot: Op) -> FragPlan | None:
     return plan if path == "fragment" and isinstance(plan, FragPlan) else None
 
 
+def _position(em: Emitter, loop: Op) -> tuple[Block, int] | None:
+    """The block `loop` stands in and its index there (None: lowering one function alone)."""
+    a = tile_arena(em)
+    if a.positions is None:
+        a.positions = {}
+        for fn in em.module.functions if em.module is not None else ():
+            _index(fn.body, a.positions)
+    return a.positions.get(id(loop))
+
+
+def _index(region: Region, out: dict[int, tuple[Block, int]]) -> None:
+    for block in region.blocks:
+        for i, op in enumerate(block.ops):
+            out[id(op)] = (block, i)
+            for inner in op.regions:
+                _index(inner, out)
+
+
+def _still_staged(em: Emitter, loop: Op) -> frozenset[tuple[object, ...]]:
+    """Keys of the hoisted tiles still in msl_tiles when `loop` starts (module docstring)."""
+    before, here = tile_arena(em).staged, _position(em, loop)
+    if before is None or here is None or id(here[0]) != before.block:
+        return frozenset()
+    between = here[0].ops[before.index + 1:here[1]]
+    if (before.index >= here[1] or em.scratch_uses != before.scratch_uses
+            or any(op.regions or op.name == "tt.call" for op in between)):
+        return frozenset()
+    return before.keys
+
+
 @dataclass
 class FragmentLoop:
     """ops_scf's handle for one loop: `leave` frees its tiles; `order` is the body's op
@@ -77,6 +114,8 @@ class FragmentLoop:
     mark: int = 0
     dots: list[int] = field(default_factory=list)
     order: tuple[Op, ...] | None = None
+    # what `leave` records as staged: (its block's id, its index, the hoisted tiles' keys)
+    staged: tuple[int, int, frozenset[tuple[object, ...]]] | None = None
 
     def leave(self, em: Emitter) -> None:
         if not self.dots:
@@ -86,6 +125,8 @@ class FragmentLoop:
             a.pinned.pop(d, None)
         a.top = self.mark
         em.tiles_live -= 1
+        a.staged = None if self.staged is None else StagedBefore(
+            self.staged[0], self.staged[1], em.scratch_uses, self.staged[2])
 
 
 def enter_loop(em: Emitter, loop: Op) -> FragmentLoop:
@@ -148,6 +189,19 @@ def enter_loop(em: Emitter, loop: Op) -> FragmentLoop:
         handle.dots.append(op.results[0].id)
     em.line(f"threadgroup_barrier(mem_flags::mem_threadgroup);  // earlier readers of "
             f"{TILES}[{handle.mark}..{a.top}) done")
+    keys = {(src.id, off, tile.elem, tile.rows, tile.cols, tile.ld, tile.transposed, conv):
+            (tile, off, src, conv) for tile, off, src, conv in hoist
+            if src.id not in em.layout_overrides}
+    kept = _still_staged(em, loop) & keys.keys()
+    position = _position(em, loop)
+    if position is not None and keys:
+        handle.staged = (id(position[0]), position[1], frozenset(keys))
+    for key in kept:
+        tile, off = keys[key][0], keys[key][1]
+        em.line(f"// {tile.name}: the copy the previous loop staged is still at {TILES}[{off}] "
+                f"(lower/dot/fragment_loop.py)")
+    hoist = [h for k, h in keys.items() if k not in kept] + [
+        h for h in hoist if h[2].id in em.layout_overrides]
     if hoist:
         em.line("{  // loop-invariant dot operands, staged once for the whole loop")
         em.indent(1)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from msltrans.ir.model import Op, Value
+from msltrans.ir.model import Block, Op, Value
 from msltrans.lower.emitter import Emitter
 
 TILES = "msl_tiles"
@@ -30,6 +30,18 @@ class Pinned:
         return bool(set(self.offsets) - self.hoisted)
 
 
+@dataclass(frozen=True)
+class StagedBefore:
+    """The loop-invariant tiles the last pinning loop had in msl_tiles when it ended (it
+    staged them before it ran, or found them staged): where that loop stands (the id of its
+    block, its index there) and `em.scratch_uses` when it ended (fragment_loop.py)."""
+
+    block: int
+    index: int
+    scratch_uses: int
+    keys: frozenset[tuple[object, ...]]
+
+
 @dataclass
 class TileArena:
     """`msl_tiles`, allocated like a stack by the loops that pin tiles (fragment_loop.py)."""
@@ -37,6 +49,9 @@ class TileArena:
     top: int = 0
     high: int = 0
     pinned: dict[int, Pinned] = field(default_factory=dict)  # tt.dot result id -> Pinned
+    staged: StagedBefore | None = None
+    # id(op) -> (its block, its index there), for every op of the module (made on first use)
+    positions: dict[int, tuple[Block, int]] | None = None
 
 
 @dataclass
