@@ -9,6 +9,7 @@ import pytest
 import msltrans.sim as sim
 from msltrans.sim import build, large
 from msltrans.sim.compiler import find_compiler
+from tests.support.sim_cache import fresh_cache
 
 # Element loops of every shape the emitted code has: float and half arithmetic, an
 # explicit fma, a libm call, integer wrap-around, a conversion, a reduction across lanes.
@@ -48,7 +49,7 @@ def _run(lib) -> list[np.ndarray]:
 def test_three_step_compile_gives_the_same_bytes(monkeypatch, tmp_path):
     if large.opt_tool(find_compiler()) is None:
         pytest.skip("this clang has no `opt` next to it: large kernels compile in one step")
-    monkeypatch.setenv("MSLTRANS_SIM_CACHE_DIR", str(tmp_path))
+    fresh_cache(monkeypatch, tmp_path)
     source = _source(40)   # 165 loops
     assert not large.is_large(source)
     one_step = _run(sim.compile_shader(source))

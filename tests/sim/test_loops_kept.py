@@ -10,6 +10,7 @@ import numpy as np
 import msltrans.sim as sim
 from msltrans.sim import unroll
 from msltrans.sim.store import build_metadata
+from tests.support.sim_cache import fresh_cache
 from tests.support.sim_modes import assert_same_bytes_in_each_mode
 
 PRAGMA = "#pragma clang loop unroll(full)\n"
@@ -77,7 +78,7 @@ def _run(lib) -> list[np.ndarray]:
 
 
 def test_loops_kept_give_the_same_bytes(monkeypatch, tmp_path):
-    monkeypatch.setenv("MSLTRANS_SIM_CACHE_DIR", str(tmp_path))
+    fresh_cache(monkeypatch, tmp_path)
     unrolled = sim.compile_shader(KERNEL, name="unrolled.metal")
     assert build_metadata("unrolled.metal")["element_loops"] == "unrolled"
     monkeypatch.setattr(unroll, "LARGE_FUNCTION_INSTRUCTIONS", 10)

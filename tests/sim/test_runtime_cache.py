@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.support.sim_cache import fresh_cache
+
 SOURCE = """
 #include <metal_stdlib>
 using namespace metal;
@@ -32,7 +34,7 @@ def _source(k: float = 1.0, salt: str | None = None) -> str:
 @pytest.fixture
 def private_cache(sim, tmp_path, monkeypatch):
     """A fresh cache dir and an empty in-process cache (as a new process starts with)."""
-    monkeypatch.setenv("MSLTRANS_SIM_CACHE_DIR", str(tmp_path))
+    fresh_cache(monkeypatch, tmp_path)
     monkeypatch.setattr(sim.library, "_loaded", {})
     return tmp_path
 

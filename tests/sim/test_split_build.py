@@ -11,6 +11,7 @@ import msltrans.sim as sim
 from msltrans.sim import split
 from msltrans.sim.compiler import find_compiler
 from msltrans.sim.store import build_metadata
+from tests.support.sim_cache import fresh_cache
 from tests.support.sim_modes import assert_same_bytes_in_each_mode
 
 
@@ -63,7 +64,7 @@ def _pipeline(name: str) -> str:
 def test_split_compile_gives_the_same_bytes(monkeypatch, tmp_path):
     if split.extract_tool(find_compiler()) is None:
         pytest.skip("this clang has no `llvm-extract` next to it: kernels compile in one step")
-    monkeypatch.setenv("MSLTRANS_SIM_CACHE_DIR", str(tmp_path))
+    fresh_cache(monkeypatch, tmp_path)
     one = sim.compile_shader(KERNEL, name="one_step.metal")
     assert _pipeline("one_step.metal") == "one-step"
     monkeypatch.setattr(split, "SPLIT_MIN_INSTRUCTIONS", 10)
@@ -88,7 +89,7 @@ kernel void plain(device const float* x [[buffer(0)]], device float* y [[buffer(
 def test_split_compile_without_a_lanes_entry(monkeypatch, tmp_path):
     if split.extract_tool(find_compiler()) is None:
         pytest.skip("this clang has no `llvm-extract` next to it: kernels compile in one step")
-    monkeypatch.setenv("MSLTRANS_SIM_CACHE_DIR", str(tmp_path))
+    fresh_cache(monkeypatch, tmp_path)
     x = np.random.default_rng(6).standard_normal(64).astype(np.float32)
     outs = []
     for name, limit in (("plain_one.metal", 20_000), ("plain_split.metal", 10)):
