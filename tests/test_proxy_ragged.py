@@ -70,3 +70,13 @@ def test_run_gpu_close_keeps_nan_as_never_written() -> None:
     assert not _close(torch.tensor([[1.0, 2.0, 0.0]]), ref, 1e-6)  # a stray write
     assert not _close(torch.tensor([[1.0, float("nan"), float("nan")]]), ref, 1e-6)
     assert not _close(torch.tensor([[1.0, 2.5, float("nan")]]), ref, 1e-6)
+
+
+def test_interquartile_mean_falls_between_the_timers_steps() -> None:
+    from benchmarks.proxy.run_gpu import _interquartile_mean
+
+    # a kernel whose true time sits between two steps of the event timer
+    steps = [20.51] * 60 + [21.15] * 40
+    assert 20.51 < _interquartile_mean(steps) < 21.15
+    assert _interquartile_mean([1.0, 2.0, 3.0, 100.0]) == 2.5  # the outlier is dropped
+    assert _interquartile_mean([4.0]) == 4.0

@@ -1,7 +1,8 @@
 """The GPU proxy, on the lent H200: msltrans's MSL (mapped to CUDA), Triton's CUDA backend and
 hand-written MSL timed side by side in one run, after their outputs are checked.
 
-    python -m benchmarks.proxy.run_gpu build/proxy [--out $OUT] [--quick]
+    python -m benchmarks.proxy.run_gpu build/proxy [--out $OUT] [--quick] [--passes N]
+        [--stat median|iqm]
 
 Inputs come from build_proxy.py (run here first). For every case:
 1. check: the simulator's inputs at the check size go through every CUDA build of the MSL;
@@ -168,7 +169,22 @@ def check_case(r: Runner, case: Case, entry: dict[str, Any]) -> dict[str, str]:
     return verdict
 
 
-def time_case(r: Runner, case: Case, entry: dict[str, Any], quick: bool) -> dict[str, Any]:
+def _interquartile_mean(times: list[float]) -> float:
+    ordered = sorted(times)
+    quarter = len(ordered) // 4
+    middle = ordered[quarter:len(ordered) - quarter] or ordered
+    return sum(middle) / len(middle)
+
+
+def time_case(r: Runner, case: Case, entry: dict[str, Any], quick: bool,
+              passes: int = 1, stat: str = "median") -> dict[str, Any]:
+    """Each variant's time: `stat` ("median", or "iqm": the mean of the middle half) of
+    do_bench's runs. CUDA events time a ~20 us kernel in steps of ~0.6 us, so its median
+    jumps between two steps (3 %) from one call to the next; the middle half's mean falls
+    between them. With `passes` > 1 the variants are timed in turn that many times and each
+    keeps the median of its passes (the GPU's clock drifts between passes)."""
+    import statistics
+
     import triton
 
     size = case.time
@@ -178,17 +194,28 @@ def time_case(r: Runner, case: Case, entry: dict[str, Any], quick: bool) -> dict
     runs = {"Triton CUDA": r.triton_launcher(case, size, t)}
     for name, v in entry["variants"].items():
         runs[name] = r.cuda_launcher(v, case, "time", t)
-    rows = {}
+    ok: dict[str, bool] = {}
     for name, run in runs.items():
         for o in size.outputs:
             t[o].fill_(float("nan"))
         run()
         r.torch.cuda.synchronize()
-        ok = _timing_only(name) or all(_close(t[o], ref[o], case.rtol) for o in size.outputs)
-        ms = triton.testing.do_bench(run, warmup=10 if quick else 50, rep=40 if quick else 200,
-                                     return_mode="median")
-        scale = 1e9 if case.metric == "GB/s" else 1e12
-        rows[name] = {"ms": ms, "rate": size.work / (ms * 1e-3) / scale, "ok": ok}
+        ok[name] = _timing_only(name) or all(_close(t[o], ref[o], case.rtol)
+                                             for o in size.outputs)
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(passes):
+        for name, run in runs.items():
+            runs_ms = triton.testing.do_bench(run, warmup=10 if quick else 50,
+                                              rep=40 if quick else 200, return_mode="all")
+            times[name].append(statistics.median(runs_ms) if stat == "median"
+                               else _interquartile_mean(runs_ms))
+    scale = 1e9 if case.metric == "GB/s" else 1e12
+    rows = {}
+    for name, each in times.items():
+        ms = statistics.median(each)
+        rows[name] = {"ms": ms, "rate": size.work / (ms * 1e-3) / scale, "ok": ok[name]}
+        if passes > 1:
+            rows[name]["ms_passes"] = each
     return rows
 
 
@@ -209,6 +236,11 @@ def main() -> int:
     ap.add_argument("build", type=Path)
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--passes", type=int, default=1,
+                    help="time the variants in turn this many times, each keeping its median")
+    ap.add_argument("--stat", choices=("median", "iqm"), default="median",
+                    help="a variant's time from do_bench's runs: their median, or the mean "
+                         "of their middle half (finer than the event timer's step)")
     a = ap.parse_args()
     manifest = json.loads((a.build / "manifest.json").read_text())
     r = Runner(a.build)
@@ -223,7 +255,7 @@ def main() -> int:
             continue
         try:
             verdict = check_case(r, case, entry)
-            rows = time_case(r, case, entry, a.quick)
+            rows = time_case(r, case, entry, a.quick, a.passes, a.stat)
         except Exception:  # noqa: BLE001 - one broken case must not lose the others
             import traceback
 
