@@ -33,25 +33,56 @@ _NAMESPACE_HEAD = re.compile(
     r"([A-Za-z_]\w*(?:\s*::\s*(?:inline\s+)?[A-Za-z_]\w*)*)?\s*\{", re.S)
 
 
-def namespace_scopes(text: str, positions: list[int]) -> dict[int, str]:
+# The scanner's state (open braces, a pending `namespace x`) at the end of a text's first
+# part, by that part: every kernel's preprocessed text starts with the same shim headers.
+_STATES: dict[str, tuple[tuple[list[str] | None, ...], list[str] | None]] = {}
+_STATES_KEPT = 8
+
+
+def namespace_scopes(text: str, positions: list[int], resume_at: int = 0) -> dict[int, str]:
     """For each position, the enclosing named namespaces as a prefix: "" or "::a::b::".
 
-    Unnamed namespaces add nothing (their members are found through the enclosing one)."""
+    Unnamed namespaces add nothing (their members are found through the enclosing one).
+    `resume_at`: a line start at or before every position, where the state of the scan of
+    the text before it may be remembered from an earlier call with the same first part."""
     wanted = sorted(set(positions))
     result: dict[int, str] = {}
+    if not wanted:
+        return result
     stack: list[list[str] | None] = []   # per open brace: the namespace names it opens, or None
     pending: list[str] | None = None     # a `namespace x` whose `{` comes next
+    if resume_at and wanted[0] >= resume_at:
+        head = text[:resume_at]
+        state = _STATES.get(head)
+        if state is None:
+            stack, pending = _scan(text, 0, resume_at, [], None, [], {})
+            if len(_STATES) >= _STATES_KEPT:
+                _STATES.pop(next(iter(_STATES)))
+            _STATES[head] = (tuple(stack), pending)
+        else:
+            stack, pending = list(state[0]), state[1]
+    else:
+        resume_at = 0
+    _scan(text, resume_at, len(text), stack, pending, wanted, result)
+    return result
+
+
+def _scan(text: str, start: int, end: int, stack: list[list[str] | None],
+          pending: list[str] | None, wanted: list[int],
+          result: dict[int, str]) -> tuple[list[list[str] | None], list[str] | None]:
+    """Scan text[start:end] from the given state, filling `result` for `wanted`; the state
+    after it (a token is wholly before `end`: literals end on their line)."""
     next_wanted = 0
 
     def prefix() -> str:
         names = [name for entry in stack if entry is not None for name in entry]
         return "::" + "".join(f"{name}::" for name in names) if names else ""
 
-    for match in _SCOPE_TOKENS.finditer(text):
+    for match in _SCOPE_TOKENS.finditer(text, start, end):
         while next_wanted < len(wanted) and wanted[next_wanted] < match.start():
             result[wanted[next_wanted]] = prefix()
             next_wanted += 1
-        if next_wanted == len(wanted):
+        if wanted and next_wanted == len(wanted):
             break
         token = match.group(0)
         if token == "namespace":
@@ -67,7 +98,7 @@ def namespace_scopes(text: str, positions: list[int]) -> dict[int, str]:
                 stack.pop()
     for pos in wanted[next_wanted:]:
         result[pos] = prefix()
-    return result
+    return stack, pending
 
 
 @dataclass
@@ -76,6 +107,10 @@ class _Head:
     template_args: str
     params: str | None
     end: int
+
+
+def _line_start(text: str, pos: int) -> int:
+    return text.rfind("\n", 0, pos) + 1
 
 
 def _skip_balanced(text: str, pos: int, open_ch: str, close_ch: str) -> int:
@@ -260,7 +295,12 @@ def find_kernels(pre: Preprocessed) -> tuple[list[KernelSignature], str]:
             plain.append((host[0] if host else _unqualified(head.base), head, match.start(),
                           attrs))
     positions = [item[2] for item in plain] + [item[2] for item in instantiations]
-    scopes = namespace_scopes(text, positions + [item[2] for item in primaries])
+    # The user's code around the first kernel follows the shim's headers, the same text in
+    # every kernel's build: the scan resumes at the start of that range of user code.
+    wanted = positions + [item[2] for item in primaries]
+    around = [start for start, end in pre.user_ranges if wanted and start <= min(wanted) < end]
+    scopes = namespace_scopes(text, wanted,
+                              resume_at=_line_start(text, around[0]) if around else 0)
     by_name = {base: (params, attrs) for base, params, _, attrs in primaries}
     by_qualified = {_qualify(scopes[pos], base): (params, attrs)
                     for base, params, pos, attrs in primaries}
@@ -275,10 +315,15 @@ def find_kernels(pre: Preprocessed) -> tuple[list[KernelSignature], str]:
         callee = _callee(scopes[pos], head.base) + head.template_args
         kernels.append(KernelSignature(name, callee, parse_params(params, name),
                                        max_threads([*primary_attrs, *attrs], name)))
-    chars = list(text)
-    for start, end in blank:
-        chars[start:end] = " " * (end - start)
-    blanked = _MARK.sub(lambda m: " " * len(m.group(0)), "".join(chars))
+    if blank:
+        chars = list(text)
+        for start, end in blank:
+            chars[start:end] = " " * (end - start)
+        text = "".join(chars)
+    first = _MARK.search(text)  # (the markers are in the user's code, after the shim)
+    blanked = text if first is None else (
+        text[:first.start()]
+        + _MARK.sub(lambda m: " " * len(m.group(0)), text[first.start():]))
     names = [k.name for k in kernels]
     duplicates = {n for n in names if names.count(n) > 1}
     if duplicates:
