@@ -62,6 +62,8 @@ def check_ascii(text: str, name: str) -> None:
 
 # Preprocessed text: no comments are left; string and character literals are skipped.
 _TOKENS = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|\bgoto\b|\[\[|\]\]|\[')
+# From MSL 3.2 lambdas are allowed: only `goto` is looked for (outside literals).
+_GOTO_TOKENS = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|\bgoto\b')
 # A `[` after one of these starts an expression, so it is a lambda introducer (a subscript
 # follows a name, `)` or `]`; an attribute is `[[`).
 _EXPRESSION_START = set("=(,{;?:!&|+-*/%<>~^")
@@ -105,7 +107,7 @@ def _closing_bracket(text: str, pos: int) -> int | None:
 def check_user_text(text: str, in_user_code: Callable[[int], bool], name: str,
                     version: int) -> None:
     """`goto` and (below MSL 3.2) lambdas in the user's part of preprocessed `text`."""
-    for match in _TOKENS.finditer(text):
+    for match in (_GOTO_TOKENS if version >= 320 else _TOKENS).finditer(text):
         token = match.group(0)
         if token[0] in "\"'" or token in ("[[", "]]") or not in_user_code(match.start()):
             continue
@@ -140,20 +142,26 @@ class _Module:
     """The parts of a textual LLVM IR module the checks need."""
 
     def __init__(self, ir: str) -> None:
-        self.meta: dict[str, tuple[str, dict[str, str]]] = {}
-        for match in _META.finditer(ir):
-            fields = {k: v.strip() for k, v in _FIELD.findall(match.group(3))}
-            self.meta[match.group(1)] = (match.group(2), fields)
+        # metadata node -> (kind, its fields' text); the fields are read when asked for
+        self._meta = {m.group(1): (m.group(2), m.group(3)) for m in _META.finditer(ir)}
+        self._fields: dict[str, dict[str, str]] = {}
         self.functions: dict[str, tuple[str | None, str]] = {}   # name -> (subprogram, body)
         for match in _DEFINE.finditer(ir):
             end = ir.find("\n}\n", match.end())
             body = ir[match.end():end if end >= 0 else len(ir)]
             self.functions[match.group(1).strip('"')] = (match.group(2), body)
 
+    def _node(self, node: str) -> tuple[str, dict[str, str]]:
+        kind, text = self._meta[node]
+        fields = self._fields.get(node)
+        if fields is None:
+            fields = self._fields[node] = {k: v.strip() for k, v in _FIELD.findall(text)}
+        return kind, fields
+
     def _file_of(self, node: str | None, depth: int = 0) -> str | None:
-        if node is None or node not in self.meta or depth > 50:
+        if node is None or node not in self._meta or depth > 50:
             return None
-        kind, fields = self.meta[node]
+        kind, fields = self._node(node)
         if kind == "DIFile":
             return fields.get("filename", "").strip('"')
         if "file" in fields:
@@ -162,17 +170,17 @@ class _Module:
 
     def location(self, dbg: str | None) -> tuple[str | None, int, int]:
         """(file, line, column) of a DILocation or DISubprogram."""
-        if dbg is None or dbg not in self.meta:
+        if dbg is None or dbg not in self._meta:
             return None, 0, 0
-        kind, fields = self.meta[dbg]
+        kind, fields = self._node(dbg)
         scope = fields.get("scope", "").lstrip("!") if kind == "DILocation" else dbg
         return (self._file_of(scope), int(fields.get("line", "0") or 0),
                 int(fields.get("column", "0") or 0))
 
     def display_name(self, function: str) -> str:
         sub = self.functions[function][0]
-        if sub is not None and sub in self.meta:
-            name = self.meta[sub][1].get("name", "").strip('"')
+        if sub is not None and sub in self._meta:
+            name = self._node(sub)[1].get("name", "").strip('"')
             if name:
                 return name
         return function
