@@ -264,7 +264,9 @@ def test_worker_count_follows_the_threads_running(lib, monkeypatch):
     monkeypatch.setattr(library.Kernel, "_dispatch", spy)
     cores = len(os.sched_getaffinity(0))
     data = _inputs()
-    for running in (cores + 1, 1):
+    # (running counts this process's pool threads that spin for work, and the runtime takes
+    # them out: an earlier test's pool of up to 3 threads must not bring it under the cores)
+    for running in (cores + 8, 1):
         # the caller waits 0.3 s before its first claim: pool workers allowed in join
         _set(monkeypatch, "", f"running={running},caller_late_ms=300")
         workers.clear()
