@@ -3,8 +3,9 @@
 build.py times each step (preprocessing, clang's front end, the NaN rewrite) and runs the
 optimise-and-generate step with clang's -ftime-report, whose two "Pass execution timing
 report" sections are the optimiser's passes (the lanes pass among them) and the code
-generator's. Seconds of wall-clock time; `link` is the rest of that step (the driver, the
-linker). benchmarks/sim_build_phases.py summarises them over a cache directory.
+generator's. Seconds of wall-clock time; `link` is the rest of that step (clang's start,
+reading the IR) and the linker run after it. benchmarks/sim_build_phases.py summarises them
+over a cache directory.
 """
 
 from __future__ import annotations
