@@ -193,9 +193,6 @@ def build(source: str, name: str, compiler: Compiler, key: str,
         tmp = temp_output(library)
         # The lanes pass (msltrans.sim.lanes) adds each kernel's simdgroup-at-a-time entry.
         lanes = () if instrumented else lanes_flags(compiler)
-        argv = [*compiler.argv, "-x", "ir", *CODEGEN_FLAGS, *profiling, *lanes,
-                "-ffp-contract=off", *TIME_REPORT, "-o", str(tmp), f"{name}.ll", "-x", "none",
-                *compiler.link_flags]
         try:
             def step(args: list[str], what: str) -> str:
                 out = _run(args, work, what, name, keep)
@@ -222,8 +219,8 @@ def build(source: str, name: str, compiler: Compiler, key: str,
             if (not instrumented and not large and loops != "kept" and wants_split(size)
                     and compile_split(compiler,
                                       [*codegen, *lanes, "-ffp-contract=off", *TIME_REPORT],
-                                      [*codegen, "-ffp-contract=off"], list(compiler.link_flags),
-                                      f"{name}.ll", str(tmp), split_step, split_try)):
+                                      [*codegen, "-ffp-contract=off"], f"{name}.ll", str(tmp),
+                                      split_step, split_try)):
                 phases.pop("ignored", None)
                 pipeline = "split"
             elif large and compile_large(
@@ -233,18 +230,13 @@ def build(source: str, name: str, compiler: Compiler, key: str,
             else:
                 pipeline = "one-step"
                 report: list[str] = []
-                linker = compiler.linker
-                if linker is None:
-                    _run(argv, work, "compiling (LLVM IR)", name, keep, report)
-                else:
-                    # The object, then the driver's own linker command run directly: the
-                    # same library ~25 ms sooner (Compiler.linker).
-                    obj = f"{name}.o"
-                    _run([*compiler.argv, "-x", "ir", *codegen, *profiling, *lanes,
-                          "-ffp-contract=off", *TIME_REPORT, "-c", "-o", obj, f"{name}.ll"],
-                         work, "compiling (LLVM IR)", name, keep, report)
-                    paths = {"OUTPUT": str(tmp), "INPUT": obj}
-                    _run([paths.get(w, w) for w in linker], work, "linking", name, keep)
+                # The object, then the driver's own linker command run directly
+                # (Compiler.linker: the same library ~25 ms sooner than the driver links it).
+                obj = f"{name}.o"
+                _run([*compiler.argv, "-x", "ir", *codegen, *profiling, *lanes,
+                      "-ffp-contract=off", *TIME_REPORT, "-c", "-o", obj, f"{name}.ll"],
+                     work, "compiling (LLVM IR)", name, keep, report)
+                _run(compiler.link_command(str(tmp), [obj]), work, "linking", name, keep)
                 phases.update(split_report(report[0], time.perf_counter() - clock))
                 clock = time.perf_counter()
             os.replace(tmp, library)

@@ -152,8 +152,7 @@ class Compiler:
         """The linker command this driver runs to make a `-shared -nostdlib` library of one
         object and `link_flags` (its `-###` answer), with OUTPUT and INPUT standing for the
         two paths; None where the answer is not one such command. Run directly after a `-c`
-        compile, it makes the same library ~25 ms sooner than the driver's own link step
-        (msltrans/sim/build.py)."""
+        compile, it makes the same library ~25 ms sooner than the driver's own link step."""
         with tempfile.TemporaryDirectory(prefix="msltrans-link-") as tmp:
             output, obj = os.path.join(tmp, "out.so"), os.path.join(tmp, "in.o")
             Path(obj).write_bytes(b"")
@@ -170,6 +169,16 @@ class Compiler:
         if words.count(output) != 1 or words.count(obj) != 1:
             return None
         return tuple({output: "OUTPUT", obj: "INPUT"}.get(w, w) for w in words)
+
+    def link_command(self, output: str, objects: list[str]) -> list[str]:
+        """The command that links `objects` into the shared library `output`: the driver's
+        own linker command (`linker`) where it is known, else the driver."""
+        if self.linker is None:
+            return [*self.argv, "-shared", "-nostdlib", "-o", output, *objects,
+                    *self.link_flags]
+        return [arg for word in self.linker
+                for arg in ([output] if word == "OUTPUT" else objects if word == "INPUT"
+                            else [word])]
 
     def _print(self, option: str) -> str:
         try:

@@ -95,7 +95,7 @@ def _with_level(flags: Sequence[str], level: str) -> list[str]:
 
 
 def compile_split(compiler: Compiler, optimise: list[str], codegen: list[str],
-                  link: list[str], ir: str, output: str,
+                  ir: str, output: str,
                   run: Callable[[list[str], str], str],
                   try_run: Callable[[list[str]], bool]) -> bool:
     """Compile `ir` (the front end's IR, in the working directory) into the shared library
@@ -128,5 +128,5 @@ def compile_split(compiler: Compiler, optimise: list[str], codegen: list[str],
             for done in [pool.submit(run, argv, what) for argv, what in jobs]:
                 done.result()
         objects = ["lanes.o", "rest.o"]
-    run([*clang, "-shared", "-nostdlib", "-o", output, *objects, *link], "linking")
+    run(compiler.link_command(output, objects), "linking")
     return True

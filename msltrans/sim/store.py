@@ -45,16 +45,3 @@ def load_built(key: str) -> Built | None:
 def deps_changed(deps: dict[str, str]) -> bool:
     """Whether any header a build read (from include_dirs) changed since."""
     return any(file_hash(path) != digest for path, digest in deps.items())
-
-
-def build_metadata(name: str) -> dict:
-    """The cache metadata (`<key>.json`: kernels, phases, pipeline, element loops) of the
-    newest build of the source named `name`; LookupError if the cache has none."""
-    found = []
-    for meta in cache_dir().glob("*.json"):
-        data = json.loads(meta.read_text())
-        if isinstance(data, dict) and data.get("name") == name:
-            found.append((meta.stat().st_mtime, data))
-    if not found:
-        raise LookupError(f"no build of `{name}` in {cache_dir()}")
-    return max(found, key=lambda item: item[0])[1]

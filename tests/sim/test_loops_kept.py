@@ -9,8 +9,7 @@ import numpy as np
 
 import msltrans.sim as sim
 from msltrans.sim import unroll
-from msltrans.sim.store import build_metadata
-from tests.support.sim_cache import fresh_cache
+from tests.support.sim_cache import build_metadata, fresh_cache
 from tests.support.sim_modes import assert_same_bytes_in_each_mode
 
 PRAGMA = "#pragma clang loop unroll(full)\n"

@@ -10,8 +10,7 @@ import pytest
 import msltrans.sim as sim
 from msltrans.sim import split
 from msltrans.sim.compiler import find_compiler
-from msltrans.sim.store import build_metadata
-from tests.support.sim_cache import fresh_cache
+from tests.support.sim_cache import build_metadata, fresh_cache
 from tests.support.sim_modes import assert_same_bytes_in_each_mode
 
 

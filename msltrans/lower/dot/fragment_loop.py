@@ -36,7 +36,7 @@ dot back on the shared scratch).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from msltrans.errors import MetalNonRecoverableError
 from msltrans.ir.model import Block, Op, Region, Value
@@ -94,9 +94,10 @@ def _index(region: Region, out: dict[int, tuple[Block, int]]) -> None:
                 _index(inner, out)
 
 
-def _still_staged(em: Emitter, loop: Op) -> frozenset[tuple[object, ...]]:
-    """Keys of the hoisted tiles still in msl_tiles when `loop` starts (module docstring)."""
-    before, here = tile_arena(em).staged, _position(em, loop)
+def _still_staged(em: Emitter, here: tuple[Block, int] | None) -> frozenset[tuple[object, ...]]:
+    """Keys of the hoisted tiles still in msl_tiles when the loop at `here` starts (module
+    docstring)."""
+    before = tile_arena(em).staged
     if before is None or here is None or id(here[0]) != before.block:
         return frozenset()
     between = here[0].ops[before.index + 1:here[1]]
@@ -114,8 +115,8 @@ class FragmentLoop:
     mark: int = 0
     dots: list[int] = field(default_factory=list)
     order: tuple[Op, ...] | None = None
-    # what `leave` records as staged: (its block's id, its index, the hoisted tiles' keys)
-    staged: tuple[int, int, frozenset[tuple[object, ...]]] | None = None
+    # what `leave` records as staged (its scratch_uses filled in then)
+    staged: StagedBefore | None = None
 
     def leave(self, em: Emitter) -> None:
         if not self.dots:
@@ -125,8 +126,8 @@ class FragmentLoop:
             a.pinned.pop(d, None)
         a.top = self.mark
         em.tiles_live -= 1
-        a.staged = None if self.staged is None else StagedBefore(
-            self.staged[0], self.staged[1], em.scratch_uses, self.staged[2])
+        a.staged = (None if self.staged is None
+                    else replace(self.staged, scratch_uses=em.scratch_uses))
 
 
 def enter_loop(em: Emitter, loop: Op) -> FragmentLoop:
@@ -189,19 +190,20 @@ def enter_loop(em: Emitter, loop: Op) -> FragmentLoop:
         handle.dots.append(op.results[0].id)
     em.line(f"threadgroup_barrier(mem_flags::mem_threadgroup);  // earlier readers of "
             f"{TILES}[{handle.mark}..{a.top}) done")
-    keys = {(src.id, off, tile.elem, tile.rows, tile.cols, tile.ld, tile.transposed, conv):
-            (tile, off, src, conv) for tile, off, src, conv in hoist
-            if src.id not in em.layout_overrides}
-    kept = _still_staged(em, loop) & keys.keys()
+    # what a hoisted copy is (None: a value being emitted in another layout, never reused)
+    keys = [None if src.id in em.layout_overrides
+            else (src.id, off, tile.elem, tile.rows, tile.cols, tile.ld, tile.transposed, conv)
+            for tile, off, src, conv in hoist]
     position = _position(em, loop)
-    if position is not None and keys:
-        handle.staged = (id(position[0]), position[1], frozenset(keys))
-    for key in kept:
-        tile, off = keys[key][0], keys[key][1]
-        em.line(f"// {tile.name}: the copy the previous loop staged is still at {TILES}[{off}] "
-                f"(lower/dot/fragment_loop.py)")
-    hoist = [h for k, h in keys.items() if k not in kept] + [
-        h for h in hoist if h[2].id in em.layout_overrides]
+    kept = _still_staged(em, position)
+    if position is not None and any(keys):
+        handle.staged = StagedBefore(id(position[0]), position[1], 0,
+                                     frozenset(k for k in keys if k is not None))
+    for (tile, off, _, _), key in zip(hoist, keys, strict=True):
+        if key in kept:
+            em.line(f"// {tile.name}: the copy the previous loop staged is still at "
+                    f"{TILES}[{off}] (lower/dot/fragment_loop.py)")
+    hoist = [h for h, key in zip(hoist, keys, strict=True) if key not in kept]
     if hoist:
         em.line("{  // loop-invariant dot operands, staged once for the whole loop")
         em.indent(1)
