@@ -96,6 +96,9 @@ class Emitter:
     # id(op) of ops another op emits later in its place (emit_op writes only a comment
     # where they stand; lower/dot/direct_store.py)
     deferred_ops: set[int] = field(default_factory=set)
+    # id(op) of arith.maxnumf/minnumf ops (a reduction's combine among them) whose zero
+    # sign no use sees (msltrans/analysis/zero_sign.py): they lower to plain fmax/fmin.
+    zero_sign_free: set[int] = field(default_factory=set)
     # Op families' own state (`family`): its class -> the one instance.
     families: dict[type, object] = field(default_factory=dict)
     _indent: int = field(default=1, init=False)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from msltrans.analysis.zero_sign import zero_sign_unseen
 from msltrans.ir.model import Op, Value
 from msltrans.lower.emitter import Emitter
 from msltrans.lower.registry import lowers
@@ -53,16 +54,22 @@ def remf(em: Emitter, op: Op) -> None:
         em.elementwise(op, lambda a, b: f"{c}(precise::fmod(float({a}), float({b})))")
 
 
-def _minmax(helper: str):  # noqa: ANN202
+def _minmax(helper: str, plain: str | None = None):  # noqa: ANN202
+    """`plain`: the Metal function with the same result up to the sign of a zero one, used
+    for f32 where no use sees that sign (msltrans/analysis/zero_sign.py)."""
     def lower(em: Emitter, op: Op) -> None:
         c = float_ctype(em, op)
+        if plain is not None and c == "float" and (
+                id(op) in em.zero_sign_free or zero_sign_unseen(op.results[0], em.users)):
+            em.elementwise(op, lambda a, b: f"{plain}({a}, {b})")
+            return
         need_support(em)
         em.elementwise(op, lambda a, b: f"{helper}<{c}>({a}, {b})")
     return lower
 
 
-lowers("arith.maxnumf")(_minmax("msl_maxnum"))
-lowers("arith.minnumf")(_minmax("msl_minnum"))
+lowers("arith.maxnumf")(_minmax("msl_maxnum", "precise::fmax"))
+lowers("arith.minnumf")(_minmax("msl_minnum", "precise::fmin"))
 lowers("arith.maximumf")(_minmax("msl_maximum"))
 lowers("arith.minimumf")(_minmax("msl_minimum"))
 

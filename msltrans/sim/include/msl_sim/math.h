@@ -10,18 +10,20 @@
 namespace metal {
 namespace __detail {
 template <class S> inline S rnd(float v) { return (S)v; }
-// IEEE 754-2019 minimumNumber / maximumNumber: a NaN operand yields the other operand, and
-// -0 orders below +0 (libm's fminf leaves the sign of a zero result open).
+// fmin/fmax as Metal specifies them: a NaN operand yields the other operand. For two zeros of
+// opposite sign Metal leaves the result's sign open; the simulator returns the one that an
+// order with -0 below +0 would not (fmax -> -0, fmin -> +0), so that MSL relying on that sign
+// gives a wrong answer here rather than on some Apple GPU (docs/simulator.md "Math").
 inline float fmin_(float a, float b) {
     if (a != a) return b;
     if (b != b) return a;
-    if (a == b) return __builtin_signbit(a) ? a : b;
+    if (a == b) return __builtin_signbit(a) ? b : a;
     return a < b ? a : b;
 }
 inline float fmax_(float a, float b) {
     if (a != a) return b;
     if (b != b) return a;
-    if (a == b) return __builtin_signbit(a) ? b : a;
+    if (a == b) return __builtin_signbit(a) ? a : b;
     return a > b ? a : b;
 }
 }  // namespace __detail
@@ -89,7 +91,7 @@ MSL_SIM_F1(radians, v * 0.0174532925199433f)
 MSL_SIM_F2(atan2, __builtin_atan2f(v, w))
 MSL_SIM_F2(copysign, __builtin_copysignf(v, w))
 MSL_SIM_F2(fdim, __builtin_fdimf(v, w))
-// fmax/fmin/max/min: maximumNumber/minimumNumber (see fmin_ above).
+// fmax/fmin/max/min: a NaN loses; opposite zeros give the unordered one (see fmin_ above).
 MSL_SIM_F2(fmax, __detail::fmax_(v, w))
 MSL_SIM_F2(fmin, __detail::fmin_(v, w))
 MSL_SIM_F2(fmod, __builtin_fmodf(v, w))
