@@ -7,14 +7,18 @@ plain `precise::fmax` gives the same output bits: a softmax's row maximum `m` on
 `exp(x - m)`, and `x - (+0)` and `x - (-0)` differ at most in the sign of a zero, which
 `exp` maps to the same 1.0.
 
-`zero_sign_unseen(v, users)` is that argument, made for the IR: every path from `v` goes
- - through ops that move elements and keep their bits (splat, broadcast, layouts), or
- - through `addf`, `subf`, `mulf`, `negf`, whose results differ at most in a zero's sign
-   when an operand does (x + -0 and x + +0 are equal unless x is a zero; a zero times
-   anything is a zero or NaN), and each path ends in
- - `math.exp` / `math.exp2` (exp(-0) = exp(+0) = 1) or `arith.cmpf` (IEEE comparisons treat
-   -0 and +0 as equal).
-Any other use (a store, a loop-carried value, a division, a call, ...) makes it visible.
+`zero_sign_unseen(v, users, owners)` is that argument, made for the IR: every path from `v`
+goes
+ - through ops that move elements and keep their bits (splat, broadcast, layouts),
+ - through `addf`, `subf`, `mulf`, `negf`, the four min/max flavours and `select`, whose
+   results differ at most in a zero's sign when an operand does (x + -0 and x + +0 are equal
+   unless x is a zero; a zero times anything is a zero or NaN; a min/max or a select returns
+   an operand or a value equal to it), or
+ - through `scf.yield` into the values it becomes: an scf.for's iteration argument and
+   result, an scf.if's result (an online softmax's running maximum `m_i`),
+and each path ends in `math.exp` / `math.exp2` (exp(-0) = exp(+0) = 1), in `arith.cmpf`
+(IEEE comparisons treat -0 and +0 as equal), or in nothing (a value no op reads). Any other
+use (a store, a division, a call, a reduction, another terminator) makes it visible.
 """
 
 from __future__ import annotations
@@ -29,15 +33,32 @@ _MOVES = frozenset({
     "ttg.convert_layout",
 })
 # Float ops whose result differs at most in a zero's sign when an operand does.
-_CARRIES = frozenset({"arith.addf", "arith.subf", "arith.mulf", "arith.negf"})
+_CARRIES = frozenset({
+    "arith.addf", "arith.subf", "arith.mulf", "arith.negf", "arith.maxnumf", "arith.minnumf",
+    "arith.maximumf", "arith.minimumf", "arith.select",
+})
 # Ops whose result is the same for -0.0 and +0.0.
 _ENDS = frozenset({"math.exp", "math.exp2", "arith.cmpf"})
 
 Users = Mapping[int, Sequence[tuple[Op, int]]]
 
 
-def zero_sign_unseen(value: Value, users: Users) -> bool:
-    """True when the kernel's results are the same whichever sign a zero `value` has."""
+def _yielded(user: Op, index: int, owners: Mapping[int, Op]) -> list[Value] | None:
+    """The values operand `index` of the scf.yield `user` becomes; None where unknown."""
+    owner = owners.get(id(user))
+    if owner is None or index >= len(owner.results):
+        return None
+    if owner.name == "scf.for":  # the next iteration's argument (after the induction
+        return [owner.results[index], owner.regions[0].blocks[0].args[index + 1]]
+    if owner.name == "scf.if":  # variable) and, after the last, the loop's result
+        return [owner.results[index]]
+    return None
+
+
+def zero_sign_unseen(value: Value, users: Users, owners: Mapping[int, Op]) -> bool:
+    """True when the kernel's results are the same whichever sign a zero `value` has.
+    `users`: value id -> (op, operand index) of its uses; `owners`: id(terminator) -> the op
+    whose region it ends (Emitter.analyse)."""
     seen: set[int] = set()
     todo = [value]
     while todo:
@@ -45,14 +66,16 @@ def zero_sign_unseen(value: Value, users: Users) -> bool:
         if v.id in seen:
             continue
         seen.add(v.id)
-        uses = users.get(v.id, ())
-        if not uses:
-            return False  # unused or unknown: nothing proves it
-        for user, _ in uses:
+        for user, index in users.get(v.id, ()):
             if user.name in _ENDS:
                 continue
             if user.name in _MOVES or user.name in _CARRIES:
                 todo.extend(user.results)
                 continue
+            if user.name == "scf.yield":
+                after = _yielded(user, index, owners)
+                if after is not None:
+                    todo.extend(after)
+                    continue
             return False
     return True

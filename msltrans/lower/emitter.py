@@ -69,6 +69,7 @@ class Emitter:
     uses: dict[int, int] = field(default_factory=dict)
     producers: dict[int, Op] = field(default_factory=dict)
     users: dict[int, list[tuple[Op, int]]] = field(default_factory=dict)
+    owners: dict[int, Op] = field(default_factory=dict)  # id(a region's terminator) -> its op
     lines: list[str] = field(default_factory=list)  # the body, indented
     prelude: list[str] = field(default_factory=list)  # program scope (tables, helpers), once
     scratch_bytes: int = 0  # threadgroup scratch the body needs (need_scratch)
@@ -331,7 +332,8 @@ class Emitter:
         return "msl_scratch"
 
     def analyse(self, block: Block) -> None:
-        """Record uses and producers of every value (for pattern choices like fma)."""
+        """Record uses and producers of every value (for pattern choices like fma), and the op
+        owning each region's terminator."""
         for op in block.ops:
             for i, v in enumerate(op.operands):
                 self.uses[v.id] = self.uses.get(v.id, 0) + 1
@@ -340,6 +342,8 @@ class Emitter:
                 self.producers[v.id] = op
             for region in op.regions:
                 for inner in region.blocks:
+                    if inner.ops:
+                        self.owners[id(inner.ops[-1])] = op
                     self.analyse(inner)
 
     def single_use_producer(self, v: Value, name: str) -> Op | None:

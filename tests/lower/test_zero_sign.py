@@ -17,6 +17,7 @@ import triton.language as tl
 from msltrans.analysis import zero_sign
 from msltrans.lower.elementwise import ops_arith_float
 from msltrans.lower.reduce import ops_reduce
+from msltrans.workloads.attention_plain import attn_fwd
 from msltrans.workloads.softmax_layernorm import row_softmax_kernel
 from tests.support.run_kernel import compile_kernel, dispatch
 
@@ -59,9 +60,24 @@ def _row_max(x_ptr, y_ptr, N: tl.constexpr):
 def _running_max(x_ptr, y_ptr, N: tl.constexpr, STEPS: tl.constexpr):
     cols = tl.arange(0, N)
     m = tl.full([N], float("-inf"), tl.float32)
-    for i in range(STEPS):  # loop-carried: the next step's max sees the sign
+    for i in range(STEPS):
         m = tl.maximum(m, tl.load(x_ptr + i * N + cols))
-    tl.store(y_ptr + cols, tl.exp(-m))
+    tl.store(y_ptr + cols, m)  # the loop's result is stored: its sign shows
+
+
+@triton.jit
+def _online_softmax_sum(x_ptr, y_ptr, N: tl.constexpr, STEPS: tl.constexpr):
+    """An online softmax denominator: the running maximum is loop-carried and only reaches
+    exp through subtractions, so its zero sign never shows."""
+    cols = tl.arange(0, N)
+    m = tl.full([N], float("-inf"), tl.float32)
+    s = tl.zeros([N], tl.float32)
+    for i in range(STEPS):
+        x = tl.load(x_ptr + i * N + cols)
+        m_new = tl.maximum(m, x)
+        s = s * tl.exp(m - m_new) + tl.exp(x - m_new)
+        m = m_new
+    tl.store(y_ptr + cols, s)
 
 
 def _special_rows(n: int) -> np.ndarray:
@@ -146,11 +162,36 @@ def test_a_visible_sign_keeps_the_exact_helper(fn: Any, extra: int) -> None:
     assert "msl_maxnum" in body and "precise::fmax" not in body
 
 
-def test_a_loop_carried_max_keeps_the_exact_helper() -> None:
+def test_a_stored_loop_carried_max_keeps_the_exact_helper() -> None:
     x = np.zeros(4 * 32, np.float32)
     body = _body(compile_kernel(_running_max, (x, np.zeros(32, np.float32)), N=32,
                                 STEPS=4).source)
     assert "msl_maxnum" in body and "precise::fmax" not in body
+
+
+def test_a_running_max_that_only_reaches_exp_uses_fmax() -> None:
+    x = _special_rows(32)  # 11 steps of 32 columns: every column meets each special row
+    exact, fast = _same_bits_both_ways(
+        _online_softmax_sum, (1,), lambda: (x.copy().reshape(-1), np.zeros(32, np.float32)),
+        1, N=32, STEPS=x.shape[0])
+    assert "precise::fmax" in fast and "msl_maxnum" not in fast
+    assert "msl_maxnum" in exact
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_running_max_uses_fmax_with_the_same_bits(causal: bool) -> None:
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((2, 40, 32)).astype(np.float16) for _ in range(3))
+    q[0, :8] = 0.0  # rows whose scores are all zero: their maximum is a zero
+    k[1, :5] = -0.0
+
+    def make() -> tuple:
+        return (q, k, v, np.zeros_like(q), 40, 0.25)
+
+    exact, fast = _same_bits_both_ways(attn_fwd, (2, 2), make, 3, num_warps=2, HEAD=32,
+                                       BM=32, BN=16, CAUSAL=causal)
+    assert "msl_maxnum" in exact
+    assert "precise::fmax" in fast and "msl_maxnum" not in fast
 
 
 def test_the_analysis_needs_every_path_to_end_in_exp_or_compare() -> None:
@@ -164,10 +205,12 @@ def test_the_analysis_needs_every_path_to_end_in_exp_or_compare() -> None:
 
     m, d, e = Value(1, f32), Value(2, f32), Value(3, f32)
     users = {1: [(op("arith.subf", d), 0)], 2: [(op("math.exp", e), 0)]}
-    assert zero_sign.zero_sign_unseen(m, users)
+    assert zero_sign.zero_sign_unseen(m, users, {})
     users[2].append((op("arith.divf", Value(4, f32)), 0))  # 1/(x-m) sees the sign
-    assert not zero_sign.zero_sign_unseen(m, users)
-    assert not zero_sign.zero_sign_unseen(m, {})  # no use known: nothing proven
+    assert not zero_sign.zero_sign_unseen(m, users, {})
+    assert zero_sign.zero_sign_unseen(m, {}, {})  # a value nothing reads
+    # a yield whose owner is unknown, or not a loop or an if, shows the value
+    assert not zero_sign.zero_sign_unseen(m, {1: [(op("scf.yield"), 0)]}, {})
 
 
 def test_the_simulator_shows_a_max_whose_sign_is_seen() -> None:
