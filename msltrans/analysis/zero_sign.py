@@ -7,8 +7,7 @@ plain `precise::fmax` gives the same output bits: a softmax's row maximum `m` on
 `exp(x - m)`, and `x - (+0)` and `x - (-0)` differ at most in the sign of a zero, which
 `exp` maps to the same 1.0.
 
-`zero_sign_unseen(v, users, owners)` is that argument, made for the IR: every path from `v`
-goes
+`zero_sign_unseen(v, graph)` is that argument, made for the IR: every path from `v` goes
  - through ops that move elements and keep their bits (splat, broadcast, layouts),
  - through `addf`, `subf`, `mulf`, `negf`, the four min/max flavours and `select`, whose
    results differ at most in a zero's sign when an operand does (x + -0 and x + +0 are equal
@@ -18,12 +17,20 @@ goes
    result, an scf.if's result (an online softmax's running maximum `m_i`),
 and each path ends in `math.exp` / `math.exp2` (exp(-0) = exp(+0) = 1), in `arith.cmpf`
 (IEEE comparisons treat -0 and +0 as equal), or in nothing (a value no op reads). Any other
-use (a store, a division, a call, a reduction, another terminator) makes it visible.
+use (a store, a division, a call, a reduction, a loop's initial value, another terminator)
+makes it visible.
+
+Not taken, measured: `m + w` with `w` from `exp`/`log2` (never -0, so the sum's bits do not
+depend on m's zero sign) and initial values of a second loop would also free tutorial 06's
+running maximum (stored as `m_i + log2(l_i)`), but on the GPU proxy that kernel ran 3 %
+slower at d64 and 1.5 % at d128 causal, same MSL otherwise
+(benchmarks/results/proxy-2026-12-06-attention-tutorial-max.json).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 from msltrans.ir.model import Op, Value
 
@@ -40,12 +47,25 @@ _CARRIES = frozenset({
 # Ops whose result is the same for -0.0 and +0.0.
 _ENDS = frozenset({"math.exp", "math.exp2", "arith.cmpf"})
 
-Users = Mapping[int, Sequence[tuple[Op, int]]]
+
+class UseGraph(Protocol):
+    """What the lowering knows of a function's values (Emitter.analyse)."""
+
+    @property
+    def users(self) -> Mapping[int, Sequence[tuple[Op, int]]]:
+        """value id -> (op, operand index) of its uses"""
+
+    @property
+    def owners(self) -> Mapping[int, Op]:
+        """id(a region's terminator) -> the op whose region it ends"""
 
 
-def _yielded(user: Op, index: int, owners: Mapping[int, Op]) -> list[Value] | None:
-    """The values operand `index` of the scf.yield `user` becomes; None where unknown."""
-    owner = owners.get(id(user))
+def _carried(user: Op, index: int, graph: UseGraph) -> list[Value] | None:
+    """The values operand `index` of `user` becomes when `user` is the scf.yield of a for
+    or an if; None otherwise."""
+    if user.name != "scf.yield":
+        return None
+    owner = graph.owners.get(id(user))
     if owner is None or index >= len(owner.results):
         return None
     if owner.name == "scf.for":  # the next iteration's argument (after the induction
@@ -55,10 +75,8 @@ def _yielded(user: Op, index: int, owners: Mapping[int, Op]) -> list[Value] | No
     return None
 
 
-def zero_sign_unseen(value: Value, users: Users, owners: Mapping[int, Op]) -> bool:
-    """True when the kernel's results are the same whichever sign a zero `value` has.
-    `users`: value id -> (op, operand index) of its uses; `owners`: id(terminator) -> the op
-    whose region it ends (Emitter.analyse)."""
+def zero_sign_unseen(value: Value, graph: UseGraph) -> bool:
+    """True when the kernel's results are the same whichever sign a zero `value` has."""
     seen: set[int] = set()
     todo = [value]
     while todo:
@@ -66,16 +84,14 @@ def zero_sign_unseen(value: Value, users: Users, owners: Mapping[int, Op]) -> bo
         if v.id in seen:
             continue
         seen.add(v.id)
-        for user, index in users.get(v.id, ()):
+        for user, index in graph.users.get(v.id, ()):
             if user.name in _ENDS:
                 continue
             if user.name in _MOVES or user.name in _CARRIES:
                 todo.extend(user.results)
                 continue
-            if user.name == "scf.yield":
-                after = _yielded(user, index, owners)
-                if after is not None:
-                    todo.extend(after)
-                    continue
-            return False
+            after = _carried(user, index, graph)
+            if after is None:
+                return False
+            todo.extend(after)
     return True

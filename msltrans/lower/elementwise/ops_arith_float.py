@@ -55,7 +55,7 @@ def remf(em: Emitter, op: Op) -> None:
 
 
 def _sign_unseen(em: Emitter, op: Op) -> bool:
-    return id(op) in em.zero_sign_free or zero_sign_unseen(op.results[0], em.users, em.owners)
+    return id(op) in em.zero_sign_free or zero_sign_unseen(op.results[0], em)
 
 
 def _minmax(helper: str, plain: str | None = None):  # noqa: ANN202

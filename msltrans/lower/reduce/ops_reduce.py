@@ -183,7 +183,7 @@ def reduce(em: Emitter, op: Op) -> None:
     comb = combine_of(em, op)
     body = comb.block.ops[0]
     if (is_commutative(comb) and body.name in ("arith.maxnumf", "arith.minnumf")
-            and zero_sign_unseen(op.results[0], em.users, em.owners)):
+            and zero_sign_unseen(op.results[0], em)):
         em.zero_sign_free.add(id(body))  # its combines may be plain fmax/fmin
     plan = plan_of(em, op, axis, op.operands[1:], "tt.reduce operands in different layouts",
                    "reduce")
