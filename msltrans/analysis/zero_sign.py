@@ -14,7 +14,10 @@ plain `precise::fmax` gives the same output bits: a softmax's row maximum `m` on
    unless x is a zero; a zero times anything is a zero or NaN; a min/max or a select returns
    an operand or a value equal to it), or
  - through `scf.yield` into the values it becomes: an scf.for's iteration argument and
-   result, an scf.if's result (an online softmax's running maximum `m_i`),
+   result, an scf.if's result (an online softmax's running maximum `m_i`), or
+ - out of a tt.reduce's combine region whose one op is such a carry (a row maximum's
+   `maxnumf`) into the reduction's result: every partial result of the tree then differs
+   from the exact one at most in a zero's sign,
 and each path ends in `math.exp` / `math.exp2` (exp(-0) = exp(+0) = 1), in `arith.cmpf`
 (IEEE comparisons treat -0 and +0 as equal), or in nothing (a value no op reads). Any other
 use (a store, a division, a call, a reduction, a loop's initial value, another terminator)
@@ -62,12 +65,15 @@ class UseGraph(Protocol):
 
 def _carried(user: Op, index: int, graph: UseGraph) -> list[Value] | None:
     """The values operand `index` of `user` becomes when `user` is the scf.yield of a for
-    or an if; None otherwise."""
-    if user.name != "scf.yield":
+    or an if, or the return of a reduction whose combine is one carry; None otherwise."""
+    if user.name not in ("scf.yield", "tt.reduce.return"):
         return None
     owner = graph.owners.get(id(user))
     if owner is None or index >= len(owner.results):
         return None
+    if owner.name == "tt.reduce":
+        body = owner.regions[0].blocks[0].ops
+        return [owner.results[index]] if len(body) == 2 and body[0].name in _CARRIES else None
     if owner.name == "scf.for":  # the next iteration's argument (after the induction
         return [owner.results[index], owner.regions[0].blocks[0].args[index + 1]]
     if owner.name == "scf.if":  # variable) and, after the last, the loop's result

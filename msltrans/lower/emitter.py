@@ -70,6 +70,7 @@ class Emitter:
     producers: dict[int, Op] = field(default_factory=dict)
     users: dict[int, list[tuple[Op, int]]] = field(default_factory=dict)
     owners: dict[int, Op] = field(default_factory=dict)  # id(a region's terminator) -> its op
+    positions: dict[int, tuple[Block, int]] = field(default_factory=dict)  # id(op) -> where
     lines: list[str] = field(default_factory=list)  # the body, indented
     prelude: list[str] = field(default_factory=list)  # program scope (tables, helpers), once
     scratch_bytes: int = 0  # threadgroup scratch the body needs (need_scratch)
@@ -97,9 +98,6 @@ class Emitter:
     # id(op) of ops another op emits later in its place (emit_op writes only a comment
     # where they stand; lower/dot/direct_store.py)
     deferred_ops: set[int] = field(default_factory=set)
-    # id(op) of arith.maxnumf/minnumf ops (a reduction's combine among them) whose zero
-    # sign no use sees (msltrans/analysis/zero_sign.py): they lower to plain fmax/fmin.
-    zero_sign_free: set[int] = field(default_factory=set)
     # Op families' own state (`family`): its class -> the one instance.
     families: dict[type, object] = field(default_factory=dict)
     _indent: int = field(default=1, init=False)
@@ -332,9 +330,10 @@ class Emitter:
         return "msl_scratch"
 
     def analyse(self, block: Block) -> None:
-        """Record uses and producers of every value (for pattern choices like fma), and the op
-        owning each region's terminator."""
-        for op in block.ops:
+        """Record uses and producers of every value (for pattern choices like fma), where
+        each op stands (its block and index) and the op owning each region's terminator."""
+        for index, op in enumerate(block.ops):
+            self.positions[id(op)] = (block, index)
             for i, v in enumerate(op.operands):
                 self.uses[v.id] = self.uses.get(v.id, 0) + 1
                 self.users.setdefault(v.id, []).append((op, i))

@@ -16,7 +16,6 @@ import triton.language as tl
 
 from msltrans.analysis import zero_sign
 from msltrans.lower.elementwise import ops_arith_float
-from msltrans.lower.reduce import ops_reduce
 from msltrans.workloads.attention import flash_attn_fwd
 from msltrans.workloads.attention_plain import attn_fwd
 from msltrans.workloads.softmax_layernorm import row_softmax_kernel
@@ -99,7 +98,6 @@ def _build(fn: Any, args: tuple, exact: bool, **kw: Any) -> Any:
     if not exact:
         return compile_kernel(fn, args, **kw)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(ops_reduce, "zero_sign_unseen", lambda *_: False)
         mp.setattr(ops_arith_float, "zero_sign_unseen", lambda *_: False)
         return compile_kernel(fn, args, **kw)
 
@@ -220,8 +218,8 @@ def test_the_analysis_needs_every_path_to_end_where_the_sign_cannot_show() -> No
     def op(name: str, *operands: Value, results: tuple[Value, ...] = ()) -> Op:
         return Op(name, operands, results, {}, (), Location(None, None, None))
 
-    def unseen(users: dict) -> bool:
-        graph = SimpleNamespace(users=users, owners={})
+    def unseen(users: dict, owners: dict | None = None) -> bool:
+        graph = SimpleNamespace(users=users, owners=owners or {})
         return zero_sign.zero_sign_unseen(m, graph)
 
     m, d, e = (Value(i, f32) for i in (1, 2, 3))
@@ -232,6 +230,16 @@ def test_the_analysis_needs_every_path_to_end_where_the_sign_cannot_show() -> No
     assert unseen({})  # a value nothing reads
     # a yield whose owner is unknown shows the value
     assert not unseen({1: [(op("scf.yield"), 0)]})
+    # out of a reduction whose combine is one max into its result (used by exp)
+    from msltrans.ir.model import Block, Region
+
+    ret, r = op("tt.reduce.return", m), Value(7, f32)
+    for body, want in (((op("arith.maxnumf", results=(m,)), ret), True),
+                       ((op("arith.maxnumf", results=(m,)), op("arith.divf"), ret), False)):
+        reduce_op = Op("tt.reduce", (), (r,), {}, (Region((Block((), body),)),),
+                       Location(None, None, None))
+        graph = {1: [(ret, 0)], 7: [(op("math.exp", results=(e,)), 0)]}
+        assert unseen(graph, {id(ret): reduce_op}) is want
 
 
 def test_the_simulator_shows_a_max_whose_sign_is_seen() -> None:
@@ -242,7 +250,7 @@ def test_the_simulator_shows_a_max_whose_sign_is_seen() -> None:
     for force in (False, True):
         with pytest.MonkeyPatch.context() as mp:
             if force:
-                mp.setattr(ops_reduce, "zero_sign_unseen", lambda *_: True)
+                mp.setattr(ops_arith_float, "zero_sign_unseen", lambda *_: True)
             program = compile_kernel(_row_max, (rows[0], np.zeros(65, np.float32)), N=64)
         got = []
         for row in rows:

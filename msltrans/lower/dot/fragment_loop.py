@@ -76,24 +76,6 @@ def _fragment_plan(em: Emitter, dot: Op) -> FragPlan | None:
     return plan if path == "fragment" and isinstance(plan, FragPlan) else None
 
 
-def _position(em: Emitter, loop: Op) -> tuple[Block, int] | None:
-    """The block `loop` stands in and its index there (None: lowering one function alone)."""
-    a = tile_arena(em)
-    if a.positions is None:
-        a.positions = {}
-        for fn in em.module.functions if em.module is not None else ():
-            _index(fn.body, a.positions)
-    return a.positions.get(id(loop))
-
-
-def _index(region: Region, out: dict[int, tuple[Block, int]]) -> None:
-    for block in region.blocks:
-        for i, op in enumerate(block.ops):
-            out[id(op)] = (block, i)
-            for inner in op.regions:
-                _index(inner, out)
-
-
 def _still_staged(em: Emitter, here: tuple[Block, int] | None) -> frozenset[tuple[object, ...]]:
     """Keys of the hoisted tiles still in msl_tiles when the loop at `here` starts (module
     docstring)."""
@@ -194,7 +176,7 @@ def enter_loop(em: Emitter, loop: Op) -> FragmentLoop:
     keys = [None if src.id in em.layout_overrides
             else (src.id, off, tile.elem, tile.rows, tile.cols, tile.ld, tile.transposed, conv)
             for tile, off, src, conv in hoist]
-    position = _position(em, loop)
+    position = em.positions.get(id(loop))
     kept = _still_staged(em, position)
     if position is not None and any(keys):
         handle.staged = StagedBefore(id(position[0]), position[1], 0,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from msltrans.ir.model import Block, Op, Value
+from msltrans.ir.model import Op, Value
 from msltrans.lower.emitter import Emitter
 
 TILES = "msl_tiles"
@@ -50,8 +50,6 @@ class TileArena:
     high: int = 0
     pinned: dict[int, Pinned] = field(default_factory=dict)  # tt.dot result id -> Pinned
     staged: StagedBefore | None = None
-    # id(op) -> (its block, its index there), for every op of the module (made on first use)
-    positions: dict[int, tuple[Block, int]] | None = None
 
 
 @dataclass

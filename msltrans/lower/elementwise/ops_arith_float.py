@@ -54,16 +54,12 @@ def remf(em: Emitter, op: Op) -> None:
         em.elementwise(op, lambda a, b: f"{c}(precise::fmod(float({a}), float({b})))")
 
 
-def _sign_unseen(em: Emitter, op: Op) -> bool:
-    return id(op) in em.zero_sign_free or zero_sign_unseen(op.results[0], em)
-
-
 def _minmax(helper: str, plain: str | None = None):  # noqa: ANN202
     """`plain`: the Metal function with the same result up to the sign of a zero one, used
     for f32 where no use sees that sign (msltrans/analysis/zero_sign.py)."""
     def lower(em: Emitter, op: Op) -> None:
         c = float_ctype(em, op)
-        if plain is not None and c == "float" and _sign_unseen(em, op):
+        if plain is not None and c == "float" and zero_sign_unseen(op.results[0], em):
             em.elementwise(op, lambda a, b: f"{plain}({a}, {b})")
             return
         need_support(em)

@@ -9,14 +9,13 @@ agree bit for bit and runs are deterministic:
      gives the same bits either way and skips the operand-order selects);
   3. across simdgroups: every simdgroup's partial goes to threadgroup scratch; each thread
      then folds the partials left to right in increasing axis order.
-Standard combines are not special-cased (no simd_sum): the region is emitted as written; a
-max/min combine whose result's zero sign no use sees (msltrans/analysis/zero_sign.py) is
-Metal's plain fmax/fmin there.
+Standard combines are not special-cased (no simd_sum): the region is emitted as written (a
+max/min combine whose reduction's zero sign no use sees is plain fmax/fmin:
+msltrans/analysis/zero_sign.py).
 """
 
 from __future__ import annotations
 
-from msltrans.analysis.zero_sign import zero_sign_unseen
 from msltrans.ir.model import Op
 from msltrans.ir.types import TensorType
 from msltrans.layout import LinearLayout
@@ -181,10 +180,6 @@ def reduce(em: Emitter, op: Op) -> None:
     if not isinstance(axis, int):
         em.fail(f"reduce axis {axis!r}")
     comb = combine_of(em, op)
-    body = comb.block.ops[0]
-    if (is_commutative(comb) and body.name in ("arith.maxnumf", "arith.minnumf")
-            and zero_sign_unseen(op.results[0], em)):
-        em.zero_sign_free.add(id(body))  # its combines may be plain fmax/fmin
     plan = plan_of(em, op, axis, op.operands[1:], "tt.reduce operands in different layouts",
                    "reduce")
     groups = 1 << len(plan.other_regs)
